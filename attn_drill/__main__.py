@@ -1,0 +1,3 @@
+from attn_drill.cli import main
+
+main()

@@ -1,0 +1,289 @@
+"""The wording of every finding, kept apart from detection (as exercism's analyzers do).
+
+Detection code says *what* it found: a slug, evidence and a few parameters. This table says how to
+tell the user: level, title, why it matters, the fix. Parameters fill `{name}` fields in the texts.
+No torch here.
+"""
+
+from __future__ import annotations
+
+from attn_drill.report import Finding
+
+ERROR, WARNING = "error", "warning"
+
+# slug: (level, title, why it matters, fix)
+WORDING: dict[str, tuple[str, str, str, str]] = {
+    "missing-scale": (
+        ERROR,
+        "Scores are not divided by sqrt(d)",
+        "Without 1/sqrt(d) the dot products grow with the head dim, softmax saturates and gradients vanish.",
+        "Divide the scores by math.sqrt(d), d being the last dim of q and k: scores = q @ k.transpose(-2, -1) / math.sqrt(d).",
+    ),
+    "wrong-scale": (
+        ERROR,
+        "Scores are scaled by the wrong factor",
+        "The scale must be 1/sqrt(d) with d the per-head dim (the last dim of q and k), not d_model, d or dv.",
+        "Use scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)).",
+    ),
+    "softmax-wrong-dim": (
+        ERROR,
+        "Softmax normalises over the wrong axis",
+        "Each query's weights must sum to 1 over the keys; normalising another axis mixes queries or heads.",
+        "Take the softmax over the last axis (the keys): softmax(scores, dim=-1).",
+    ),
+    "softmax-unstable": (
+        ERROR,
+        "Softmax is not numerically stable",
+        "exp() overflows for large inputs; subtracting each row's own max keeps every exponent <= 0.",
+        "Subtract the per-row max first: x - x.amax(dim, keepdim=True), then exp and normalise.",
+    ),
+    "mask-inverted": (
+        ERROR,
+        "The mask is inverted",
+        "Here True means 'may attend' (as in a boolean attn_mask of F.scaled_dot_product_attention); "
+        "nn.MultiheadAttention's masks use the opposite, True = 'ignore'.",
+        "Hide the keys where the mask is False: scores.masked_fill(~mask, float('-inf')).",
+    ),
+    "mask-ignored": (
+        ERROR,
+        "The mask changes nothing",
+        "Masked keys must get exactly zero weight; your output is the same with or without the mask.",
+        "Apply it to the scores before the softmax: scores = scores.masked_fill(~mask, float('-inf')).",
+    ),
+    "mask-after-softmax": (
+        ERROR,
+        "The mask is applied after the softmax",
+        "Zeroing probabilities after normalising leaves rows that no longer sum to 1.",
+        "Mask the scores before the softmax, with -inf (or finfo.min), not the probabilities after it.",
+    ),
+    "mask-head-broadcast": (
+        ERROR,
+        "The mask is broadcast without a head axis",
+        "A (B, Tq, Tk) mask against (B, H, Tq, Tk) scores lines B up with H: an error when B != H, "
+        "and silently batch b's mask on head b when B == H.",
+        "Insert the head axis before masking: mask = mask.unsqueeze(1)  # (B, 1, Tq, Tk).",
+    ),
+    "causal-diagonal": (
+        ERROR,
+        "The causal mask is off by one at the diagonal",
+        "Query i must see key i (itself) and nothing after it.",
+        "Build it with j <= i + (Tk - Tq), e.g. torch.ones(Tq, Tk).tril(diagonal=Tk - Tq).bool().",
+    ),
+    "causal-misaligned": (
+        ERROR,
+        "The causal mask is top-left aligned",
+        "With Tq != Tk (a KV cache) the queries are the last Tq positions, so the mask must be aligned "
+        "bottom-right; SDPA's is_causal=True is top-left, a classic trap.",
+        "Use tril(diagonal=Tk - Tq): query i sees key j iff j <= i + (Tk - Tq).",
+    ),
+    "padding-off-by-one": (
+        ERROR,
+        "Padding keeps one key too many or too few",
+        "Sequence b has keys 0 .. lengths[b]-1; key lengths[b] is the first padded one.",
+        "Use torch.arange(t) < lengths[:, None] (strictly less).",
+    ),
+    "padding-on-queries": (
+        ERROR,
+        "Padding hides query rows instead of key columns",
+        "A padded key must be hidden from every query; the mask varies along the key axis (the last).",
+        "Put the length test on the last axis: mask[b, 0, i, j] = j < lengths[b].",
+    ),
+    "wrong-head-split": (
+        ERROR,
+        "Heads are split the wrong way",
+        "view(B, H, T, d) cuts (T, D) into contiguous blocks, mixing time steps into heads; "
+        "head h must own features [h*d, (h+1)*d) of every token.",
+        "Split with x.view(B, T, H, d).transpose(1, 2)  # (B, H, T, d).",
+    ),
+    "wrong-head-merge": (
+        ERROR,
+        "Heads are merged without moving the head axis back",
+        "reshape(B, T, D) on (B, H, T, d) interleaves time steps and heads; head h must return to features [h*d, (h+1)*d).",
+        "Merge with y.transpose(1, 2).reshape(B, T, D)  # (B, H, T, d) -> (B, T, H, d) -> (B, T, D).",
+    ),
+    "missing-output-projection": (
+        ERROR,
+        "The output projection W_o is not applied",
+        "Multi-head attention mixes the heads with a final linear layer.",
+        "Return self.W_o(merged), not the merged heads themselves.",
+    ),
+    "qkv-split-order": (
+        ERROR,
+        "The fused projection is split in the wrong order",
+        "W_qkv's output is [q | k | v], each D wide, with heads inside each.",
+        "Split with qkv.split(D, dim=-1) (or view(B, T, 3, H, d)), not view(B, T, H, 3, d).",
+    ),
+    "kv-repeat-order": (
+        ERROR,
+        "KV heads are tiled instead of interleaved",
+        "Query head h reads kv head h // (H // Hkv): consecutive query heads share one kv head.",
+        "Use k.repeat_interleave(H // Hkv, dim=1), not k.repeat(1, H // Hkv, 1, 1).",
+    ),
+    "rope-interleaved": (
+        ERROR,
+        "RoPE rotates adjacent pairs",
+        "This exercise uses the half-split layout: dimension i pairs with i + d/2.",
+        "Split x into halves x1, x2 = x.chunk(2, -1) and use cat(-x2, x1) as the rotated partner.",
+    ),
+    "rope-wrong-frequencies": (
+        ERROR,
+        "RoPE uses the wrong frequencies",
+        "Pair i turns at base ** (-2i/d), i in [0, d/2).",
+        "inv_freq = 1.0 / base ** (torch.arange(0, d, 2).float() / d).",
+    ),
+    "rope-wrong-direction": (
+        ERROR,
+        "RoPE rotates the wrong way",
+        "The rotation is by +theta: out_i = x_i cos - x_(i+d/2) sin.",
+        "Swap the sign: use cat(-x2, x1), not cat(x2, -x1).",
+    ),
+    "rope-positions-ignored": (
+        ERROR,
+        "RoPE ignores the given positions",
+        "Token t is rotated by its own position (positions[t], or the cache offset), not by t.",
+        "Compute the angles from the positions argument (or from T_past + arange(T_new)).",
+    ),
+    "cache-wrong-axis": (
+        ERROR,
+        "New keys/values are concatenated on the wrong axis",
+        "The cache grows along time: (B, Hkv, T, d), axis 2.",
+        "torch.cat([k_past, k_new], dim=2).",
+    ),
+    "online-softmax-no-rescale": (
+        ERROR,
+        "The accumulator is not rescaled when the running max changes",
+        "When a later block raises the row max, earlier sums and outputs must be multiplied by exp(m_old - m_new).",
+        "acc = acc * exp(m_old - m_new) + exp(s - m_new) @ v; l = l * exp(m_old - m_new) + rowsum.",
+    ),
+    "full-scores-materialized": (
+        ERROR,
+        "A full (Tq, Tk) score matrix is created",
+        "A flash-style kernel keeps only one block of scores at a time; memory is linear in T.",
+        "Loop over key blocks and keep running max, sum and output per query row.",
+    ),
+    "forbidden-builtin": (
+        ERROR,
+        "A built-in does the exercise for you",
+        "The interview asks you to write it by hand.",
+        "Replace the call to {name} with your own computation.",
+    ),
+    "torch-modified": (
+        ERROR,
+        "Your code changed torch itself",
+        "Replacing functions inside torch makes every comparison meaningless, so the check stops here.",
+        "Do not assign to attributes of torch, torch.nn.functional or torch.Tensor.",
+    ),
+    "wrong-output-shape": (
+        ERROR,
+        "An output has the wrong shape",
+        "Shapes are part of the contract: later code indexes them.",
+        "Make {what} of shape {expected}.",
+    ),
+    "nan-output": (
+        ERROR,
+        "NaN or inf in the output",
+        "The reference is finite on this case, so something overflowed or divided by zero.",
+        "Look for a division by a zero sum, exp of a large number, or a -inf row.",
+    ),
+    "values-mismatch": (
+        ERROR,
+        "The numbers do not match the reference",
+        "No known mistake explains the difference; the first mismatch below shows where to look.",
+        "Compare your code step by step with the task: scale, mask, softmax axis, head split and merge.",
+    ),
+    "exception": (
+        ERROR,
+        "Your code raised {type}",
+        "The check could not get a result from your code.",
+        "Read the message and the line below; run the case yourself with the shapes shown.",
+    ),
+    "syntax-error": (
+        ERROR,
+        "The file does not parse",
+        "Python could not read the file, so nothing in it could run.",
+        "Fix the syntax at the line and column shown.",
+    ),
+    "missing-name": (
+        ERROR,
+        "{name} is not defined",
+        "The checker imports your file and looks for this name.",
+        "Define {name} at the top level of the file, spelled exactly so.",
+    ),
+    "wrong-signature": (
+        ERROR,
+        "{name} cannot be called as the task says",
+        "The checker calls it exactly as the contract says: {expected}.",
+        "Make the signature {expected}.",
+    ),
+    "wrong-return-type": (
+        ERROR,
+        "{name} returns the wrong kind of value",
+        "The contract says it returns {expected}.",
+        "Return {expected}.",
+    ),
+    "timeout": (
+        ERROR,
+        "Your code did not finish in {seconds} s",
+        "An endless loop, a blocking read or a huge allocation keeps the check from finishing.",
+        "Look for a loop that never ends or input() / sys.stdin reads; rerun with --timeout to allow more.",
+    ),
+    "crash": (
+        ERROR,
+        "The process running your code died",
+        "A crash (segfault, os._exit, out of memory) ends the check before it can report.",
+        "Look for os._exit / sys.exit at import, huge allocations, or native code.",
+    ),
+    "mask-fill-overflow": (
+        WARNING,
+        "-1e9 overflows in float16",
+        "masked_fill(..., -1e9) raises in float16 (its max is 65504); a real model in half precision would crash.",
+        "Fill with float('-inf') or torch.finfo(scores.dtype).min.",
+    ),
+    "nan-on-empty-row": (
+        WARNING,
+        "A query with no visible key gives NaN",
+        "softmax of an all -inf row is 0/0; PyTorch's SDPA returns zeros there. It is allowed, but NaN spreads through later layers.",
+        "Fill with torch.finfo(dtype).min, or zero the rows that are fully masked after the softmax.",
+    ),
+    "backward-fails": (
+        WARNING,
+        "Gradients do not flow as they should",
+        "A detach, a no_grad block or an in-place write cuts the graph, so training would not learn.",
+        "Keep every step differentiable: no .detach(), .item(), numpy round trips or no_grad in forward.",
+    ),
+    "dtype-not-preserved": (
+        WARNING,
+        "An output changes dtype",
+        "The output should keep the input's dtype ({expected}); callers in half precision expect it.",
+        "Create new tensors with dtype=x.dtype, or cast the result back with .to(x.dtype).",
+    ),
+    "device-mismatch": (
+        WARNING,
+        "A tensor is created on the default device",
+        "On a GPU this raises 'Expected all tensors to be on the same device'.",
+        "Pass device=x.device (and dtype=x.dtype) when you create tensors, e.g. torch.ones(T, T, device=x.device).",
+    ),
+}
+
+
+class _Params(dict):
+    def __missing__(self, key: str) -> str:  # a missing parameter never breaks the wording
+        return "{" + key + "}"
+
+
+def make(slug: str, evidence: str = "", *, line: int | None = None, score: float = 0.0,
+         picture: dict | None = None, **params) -> Finding:
+    """Build a finding for `slug` with its wording filled in from `params`."""
+    level, title, why, fix = WORDING[slug]
+    p = _Params(params)
+    return Finding(
+        slug=slug,
+        level=level,
+        title=title.format_map(p),
+        message=why.format_map(p),
+        evidence=evidence,
+        fix=fix.format_map(p),
+        line=line,
+        score=score,
+        picture=picture,
+    )

@@ -1,0 +1,89 @@
+"""What a check returns: plain data, no torch, no rendering.
+
+The worker process builds a `Report`, sends it as JSON, and the CLI renders it or prints it as JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+STAGES = ("load", "api", "shapes", "values", "gradients", "dtypes", "device")
+
+
+@dataclass
+class Finding:
+    slug: str  # stable code from the contract, e.g. "missing-scale"
+    level: str  # "error" or "warning"
+    title: str
+    message: str  # why it matters, in a sentence or two
+    evidence: str  # the numbers and the case that show it
+    fix: str
+    line: int | None = None  # the user's line, when the source can point at it
+    score: float = 0.0  # closeness of the evidence, 1.0 = exact; orders findings of one level
+    picture: dict | None = None  # optional heatmaps: {"case", "yours", "expected"} as nested lists
+
+
+@dataclass
+class Stage:
+    name: str
+    status: str  # pass / fail / warn / skip
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    exercise: str
+    file: str
+    seed: int
+    stages: list[Stage] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return all(s.status in (PASS, WARN) for s in self.stages) and not self.errors
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "error"]
+
+    def sort_findings(self) -> None:
+        """Errors first, then warnings; within a level the closest evidence first (stable otherwise)."""
+        self.findings.sort(key=lambda f: (f.level != "error", -f.score))
+
+    def to_dict(self) -> dict:
+        self.sort_findings()
+        findings = []
+        for f in self.findings:
+            d = asdict(f)
+            d.pop("score")
+            d.pop("picture")
+            findings.append(d)
+        return {
+            "exercise": self.exercise,
+            "file": self.file,
+            "passed": self.passed,
+            "seed": self.seed,
+            "stages": [asdict(s) for s in self.stages],
+            "findings": findings,
+        }
+
+    @classmethod
+    def from_wire(cls, d: dict) -> "Report":
+        """Rebuild a report from the worker's JSON (which keeps score and picture)."""
+        r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0))
+        r.stages = [Stage(**s) for s in d.get("stages", [])]
+        r.findings = [Finding(**f) for f in d.get("findings", [])]
+        r.sort_findings()
+        return r
+
+    def to_wire(self) -> dict:
+        return {
+            "exercise": self.exercise,
+            "file": self.file,
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "stages": [asdict(s) for s in self.stages],
+            "findings": [asdict(f) for f in self.findings],
+        }
