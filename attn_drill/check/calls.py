@@ -1,0 +1,52 @@
+"""One traced call of the user's code, and what came back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attn_drill.check.specs.base import Case
+from attn_drill.check.trace import Tracer
+
+
+@dataclass
+class Outcome:
+    case: Case
+    result: object = None  # what the user's code returned
+    error: BaseException | None = None
+    tracer: Tracer | None = None
+    module: object = None
+    inputs: dict = field(default_factory=dict)
+
+    @property
+    def outputs(self) -> tuple | None:
+        """The result as a tuple of tensors, or None when it is not one."""
+        r = self.result
+        if self.error is not None or not isinstance(r, (tuple, list)):
+            return None
+        if not all(isinstance(t, torch.Tensor) for t in r):
+            return None
+        return tuple(r)
+
+
+def run(spec, target, case: Case, path: Path, dtype=torch.float64, device="cpu", grad=False) -> Outcome:
+    """Call the user's code on one case under a tracer; never raises."""
+    tracer = Tracer(path, device=device if device == "meta" else None)
+    out = Outcome(case, tracer=tracer)
+    try:
+        kwargs = {}
+        if hasattr(spec, "build"):  # a module: build it first, traced but with no device watch (init is on CPU)
+            with Tracer(path) as build_tracer:
+                kwargs["module"], bad = spec.build(target, case, dtype, device)
+            tracer.forbidden_calls += build_tracer.forbidden_calls
+            if bad:
+                raise RuntimeError(bad.evidence)
+        with tracer, torch.set_grad_enabled(grad):
+            out.result, out.module, out.inputs = spec.call(target, case, dtype, device, grad=grad, **kwargs)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        out.error = e
+    return out

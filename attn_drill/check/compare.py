@@ -1,0 +1,71 @@
+"""Compare a user's tensor with the reference's: where it first differs, and by how much."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+# float64 runs are compared tightly enough to tell mistakes apart, loosely enough to allow a float32 detour
+TOL = {
+    torch.float64: Tolerance(1e-5, 1e-4),
+    torch.float32: Tolerance(1e-4, 1e-3),
+    torch.float16: Tolerance(2e-2, 2e-2),
+    torch.bfloat16: Tolerance(8e-2, 5e-2),
+}
+
+
+@dataclass
+class Diff:
+    ok: bool
+    max_abs: float
+    max_rel: float
+    index: tuple[int, ...] | None  # first element out of tolerance
+    got: float | None = None
+    want: float | None = None
+
+
+def diff(got: torch.Tensor, want: torch.Tensor, tol: Tolerance, ignore: torch.Tensor | None = None) -> Diff:
+    """Elementwise comparison in float64; `ignore` (bool, broadcastable) marks entries not graded."""
+    g, w = got.detach().double().cpu(), want.detach().double().cpu()
+    err = (g - w).abs()
+    bad = ~(err <= tol.atol + tol.rtol * w.abs())  # NaN counts as bad
+    if ignore is not None:
+        ignore = ignore.expand_as(bad)
+        bad = bad & ~ignore
+        err = err.masked_fill(ignore, 0.0)
+    finite = torch.nan_to_num(err, nan=float("inf"))
+    max_abs = float(finite.max()) if finite.numel() else 0.0
+    rel = finite / w.abs().clamp_min(1e-12) if finite.numel() else finite
+    max_rel = float(torch.where(finite <= tol.atol, torch.zeros_like(rel), rel).max()) if rel.numel() else 0.0
+    if not bool(bad.any()):
+        return Diff(True, max_abs, max_rel, None)
+    flat = int(bad.flatten().nonzero()[0])
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape))
+    return Diff(False, max_abs, max_rel, index, float(g[index]), float(w[index]))
+
+
+def closeness(got: torch.Tensor, want: torch.Tensor, ignore: torch.Tensor | None = None) -> float:
+    """Relative L2 distance, 0 = identical; inf when shapes differ or values are not finite."""
+    if got.shape != want.shape:
+        return float("inf")
+    g, w = got.detach().double().cpu(), want.detach().double().cpu()
+    if ignore is not None:
+        keep = ~ignore.expand_as(g)
+        g, w = g[keep], w[keep]
+    if not bool(torch.isfinite(g).all()):
+        return float("inf")
+    return float((g - w).norm() / w.norm().clamp_min(1e-12))
+
+
+def where(index: tuple[int, ...], axes: tuple[str, ...]) -> str:
+    """Name an index by axes, e.g. (batch 1, head 2, query 0, key 3)."""
+    axes = axes[-len(index):] if len(axes) >= len(index) else ("dim",) * (len(index) - len(axes)) + axes
+    return ", ".join(f"{a} {i}" for a, i in zip(axes, index))

@@ -1,0 +1,264 @@
+"""Name the mistake: one small function per diagnosis, all registered here.
+
+Each diagnosis looks at what the user's code did on the check's cases (outputs, exceptions, traced calls)
+and returns findings with evidence. Variants of the reference (variants.py) that reproduce the user's
+outputs are the main evidence; probes (the effective scale, hooks on the projections) add to it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from attn_drill import findings
+from attn_drill.check import load, pictures
+from attn_drill.check.compare import closeness
+from attn_drill.check.variants import Knobs
+from attn_drill.report import Finding
+
+REGISTRY: list[tuple[str, tuple[str, ...], Callable]] = []
+
+
+def diagnosis(slug: str, exercises: tuple[str, ...]):
+    def register(fn):
+        REGISTRY.append((slug, exercises, fn))
+        return fn
+    return register
+
+
+def diagnose(check) -> list[Finding]:
+    """Every diagnosis that applies to this exercise, run on a failed values stage."""
+    out = []
+    for slug, exercises, fn in REGISTRY:
+        if check.spec.id in exercises:
+            found = fn(check)
+            if found:
+                out.append(found)
+    if not any(f.level == "error" and f.score >= 0.5 for f in out):
+        out.append(values_mismatch(check))
+    return out
+
+
+# --- variants: a known mistake that reproduces the user's outputs -----------------------------
+
+MATCH = 1e-4  # relative L2 distance under which two outputs are the same computation
+
+
+def match(check, knobs: Knobs) -> tuple[int, int, float, object]:
+    """(cases matched, cases that tell it from the reference, worst distance, first telling case)."""
+    matched, telling, worst, example = 0, 0, 0.0, None
+    for o, ref in zip(check.outcomes, check.refs):
+        try:
+            var = check.spec.variant(o.case, knobs)
+        except RuntimeError:
+            var = None  # the mistake raises on this case (a broadcast that cannot happen)
+        differs = var is None or any(closeness(a, b) > MATCH for a, b in zip(var, ref))
+        if var is None or o.outputs is None:
+            same = var is None and o.outputs is None
+            dist = 0.0 if same else float("inf")
+        else:
+            dist = max(closeness(a, b) for a, b in zip(o.outputs, var))
+            same = dist <= MATCH
+        telling += differs
+        if same:
+            matched += 1
+            if differs and example is None:
+                example = o
+        worst = max(worst, dist)
+    return matched, telling, worst, example
+
+
+def variant_finding(check, slug: str, knobs: Knobs, how: str, line: int | None = None, **params) -> Finding | None:
+    n = len(check.outcomes)
+    matched, telling, worst, example = match(check, knobs)
+    if telling == 0 or matched < n - 1 or example is None:  # all cases, or all but one (a second mistake)
+        return None
+    exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+    evidence = f"{how}: that reproduces your outputs {exact} on {matched} of {n} cases, e.g. {example.case.label}"
+    picture = pictures.for_slug(check, slug, knobs, example)
+    return findings.make(slug, evidence, line=line, score=matched / n - min(worst, 0.01), picture=picture, **params)
+
+
+def line_of(o, names: set[str], last: bool = False) -> int | None:
+    return o.tracer.first_line(names, last=last) if o and o.tracer else None
+
+
+def first_outcome(check):
+    return next((o for o in check.outcomes if o.error is None), check.outcomes[0])
+
+
+SCORES = {"matmul", "__matmul__", "einsum", "bmm", "baddbmm"}
+MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "__iadd__", "add"}
+RESHAPES = {"view", "reshape", "flatten", "permute", "transpose"}
+
+
+@diagnosis("softmax-wrong-dim", ("sdpa", "mha"))
+def softmax_wrong_dim(check):
+    for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
+                     (0, "softmax over dim=0")):
+        f = variant_finding(check, "softmax-wrong-dim", Knobs(softmax_dim=dim), how,
+                            line=line_of(first_outcome(check), {"softmax", "exp", "_softmax"}))
+        if f:
+            f.evidence += "; your weights do not sum to 1 over the keys"
+            return f
+    return None
+
+
+@diagnosis("mask-inverted", ("sdpa", "mha"))
+def mask_inverted(check):
+    return variant_finding(check, "mask-inverted", Knobs(mask="inverted"),
+                           "hiding the keys where the mask is True (nn.MultiheadAttention's convention)",
+                           line=line_of(first_masked(check), MASKING))
+
+
+@diagnosis("mask-ignored", ("sdpa", "mha"))
+def mask_ignored(check):
+    return variant_finding(check, "mask-ignored", Knobs(mask="ignored"), "the same attention with no mask at all")
+
+
+@diagnosis("mask-after-softmax", ("sdpa", "mha"))
+def mask_after_softmax(check):
+    f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
+                        "softmax over every key, then the hidden keys' probabilities set to 0",
+                        line=line_of(first_masked(check), MASKING | {"__mul__", "mul"}, last=True))
+    if f:
+        o = first_masked(check)
+        if o and o.outputs is not None:
+            sums = o.outputs[1].sum(-1).flatten()
+            f.evidence += f"; your weights' rows sum to {float(sums.min()):.2f}..{float(sums.max()):.2f}, not 1"
+    return f
+
+
+@diagnosis("mask-head-broadcast", ("mha",))
+def mask_head_broadcast(check):
+    f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
+                        "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
+    if f:
+        raised = [o for o in check.outcomes if o.error is not None]
+        if raised:
+            o = raised[0]
+            f.line = load.user_line(o.error, check.path)[0]
+            f.evidence += (f"; with B != H it raises ({load.describe(o.error)}, {o.case.label}), "
+                           "with B == H it silently applies batch b's mask to head b")
+    return f
+
+
+@diagnosis("wrong-head-split", ("mha",))
+def wrong_head_split(check):
+    f = variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
+                        "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
+                        line=line_of(first_outcome(check), RESHAPES))
+    if f:
+        f.evidence += "; " + hooks_summary(check)
+    return f
+
+
+@diagnosis("wrong-head-merge", ("mha",))
+def wrong_head_merge(check):
+    f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
+                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)",
+                        line=line_of(first_outcome(check), RESHAPES, last=True))
+    if f:
+        f.evidence += "; " + hooks_summary(check)
+    return f
+
+
+@diagnosis("missing-output-projection", ("mha",))
+def missing_output_projection(check):
+    f = variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
+                        "the merged heads returned as they are")
+    if f:
+        f.evidence += "; " + hooks_summary(check)
+    return f
+
+
+def first_masked(check):
+    return next((o for o in check.outcomes if o.case.masked and o.error is None), None)
+
+
+# --- the scale: fitted from the weights the user returns --------------------------------------
+
+def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | None) -> float | None:
+    """The s for which weights = softmax(s * raw) over the visible keys, by least squares on log-weights."""
+    w = weights.detach().double().cpu()
+    use = w > 0
+    if visible is not None:
+        use = use & visible.expand_as(w)
+    if not bool(use.any()):
+        return None
+    y = torch.where(use, w.clamp_min(1e-300).log(), torch.zeros_like(w))
+    x = torch.where(use, raw, torch.zeros_like(raw))
+    n = use.sum(-1, keepdim=True).clamp_min(1)
+    xc = torch.where(use, x - x.sum(-1, keepdim=True) / n, torch.zeros_like(x))
+    yc = torch.where(use, y - y.sum(-1, keepdim=True) / n, torch.zeros_like(y))
+    denom = float((xc * xc).sum())
+    return float((xc * yc).sum()) / denom if denom > 0 else None
+
+
+@diagnosis("missing-scale", ("sdpa", "mha"))
+def scale(check):
+    fitted = []
+    for o in check.outcomes:
+        if o.outputs is None:
+            return None
+        s = fit_scale(o.outputs[1], check.spec.raw_scores(o.case), check.spec.visible(o.case))
+        if s is None:
+            return None
+        var = check.spec.variant(o.case, Knobs(scale=s))
+        if max(closeness(a, b) for a, b in zip(o.outputs, var)) > MATCH:
+            return None  # the weights are not softmax(s * q k^T): not (only) a scale mistake
+        fitted.append((o, s))
+    o, s = fitted[0]
+    d = o.case.dims["d"]
+    want = d ** -0.5
+    if abs(s - want) <= 1e-3 * want:
+        return None
+    line = line_of(o, SCORES)
+    expected = f"expected {want:.4f} = 1/sqrt({d}) ({o.case.label})"
+    if all(abs(s_ - 1.0) < 1e-3 for _, s_ in fitted):
+        return findings.make("missing-scale", f"your effective scale is {s:.3f}, {expected}", line=line, score=1.0)
+    names = [n for n, v in check.spec.scale_names(o.case).items() if abs(v - s) <= 1e-3 * v]
+    said = f" = {names[0]}" if names else ""
+    return findings.make("wrong-scale", f"your effective scale is {s:.4f}{said}, {expected}", line=line, score=1.0)
+
+
+# --- the rest: NaN, exceptions, and what no known mistake explains ------------------------------
+
+@diagnosis("nan-output", ("sdpa", "mha"))
+def nan_output(check):
+    for o, ref in zip(check.outcomes, check.refs):
+        if o.outputs is None:
+            continue
+        for name, got, want in zip(check.spec.outputs, o.outputs, ref):
+            if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
+                bad = int((~torch.isfinite(got)).sum())
+                return findings.make("nan-output", f"{name} has {bad} NaN/inf values of {got.numel()} ({o.case.label})",
+                                     score=0.9)
+    return None
+
+
+@diagnosis("exception", ("sdpa", "mha"))
+def raised(check):
+    failed = [o for o in check.outcomes if o.error is not None]
+    if not failed:
+        return None
+    o = failed[0]
+    ran = len(check.outcomes) - len(failed)
+    when = f"on {len(failed)} of {len(check.outcomes)} cases, e.g. {o.case.label}" + (
+        f"; the other {ran} ran" if ran else "")
+    return load.exception_finding(o.error, check.path, when, score=0.6)
+
+
+def values_mismatch(check) -> Finding:
+    o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
+              and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
+    extra = ""
+    if check.spec.id == "mha":
+        extra = "; " + hooks_summary(check)
+    return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
+
+
+def hooks_summary(check) -> str:
+    from attn_drill.check.hooks import locate
+    return locate(check)

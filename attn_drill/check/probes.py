@@ -1,0 +1,144 @@
+"""The later stages' probes: return type, empty rows, gradients, dtypes and the meta device."""
+
+from __future__ import annotations
+
+import torch
+
+from attn_drill import findings
+from attn_drill.check import calls, load
+from attn_drill.check.compare import TOL, diff, where
+from attn_drill.report import FAIL, PASS, WARN
+
+
+def return_type(spec, o: calls.Outcome):
+    r = o.result
+    n = len(spec.outputs)
+    if isinstance(r, (tuple, list)) and len(r) == n and all(isinstance(t, torch.Tensor) for t in r):
+        return None
+    if isinstance(r, torch.Tensor):
+        got = f"a bare tensor of shape {tuple(r.shape)}"
+    elif isinstance(r, (tuple, list)):
+        got = f"a {type(r).__name__} of {len(r)}: " + ", ".join(type(t).__name__ for t in r)
+    else:
+        got = "None" if r is None else f"a {type(r).__module__}.{type(r).__name__}"
+    return findings.make("wrong-return-type", f"returned {got} ({o.case.label})", score=1.5,
+                         name=spec.name, expected=spec.expected_return())
+
+
+def empty_row(check):
+    """A query that sees no key may give zeros, uniform weights or NaN; NaN earns a warning."""
+    spec = check.spec
+    if not hasattr(spec, "empty_row_case"):
+        return None
+    case = spec.empty_row_case(torch.Generator().manual_seed(check.seed))
+    o = calls.run(spec, check.target, case, check.path)
+    check.guard(o)
+    if o.outputs is None:
+        return None
+    if any(not bool(torch.isfinite(t).all()) for t in o.outputs):
+        return findings.make("nan-on-empty-row", f"NaN in the output for the query with no visible key ({case.label})",
+                             score=1.0)
+    return None
+
+
+def _loss_weights(outputs, seed):
+    gen = torch.Generator().manual_seed(seed + 1)
+    return [torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in outputs]
+
+
+def gradients(check):
+    """backward runs, and every input and parameter gets the reference's gradient."""
+    spec, case = check.spec, check.cases[0]
+    o = calls.run(spec, check.target, case, check.path, grad=True)
+    check.guard(o)
+    ref, ref_module, ref_x = spec.reference(case, grad=True)
+    if o.outputs is None:
+        return _grad_warning(check, f"the call with gradients on raised {load.describe(o.error)}" if o.error
+                             else "the call with gradients on returned something else", o)
+    gs = _loss_weights(ref, check.seed)
+    try:
+        loss = sum((t.double() * g).sum() for t, g in zip(o.outputs, gs))
+        loss.backward()
+    except BaseException as e:  # noqa: BLE001
+        return _grad_warning(check, f"backward raised {load.describe(e)}", o, e)
+    sum((t * g).sum() for t, g in zip(ref, gs)).backward()
+    mine, want = spec.grad_inputs(o.inputs, o.module), spec.grad_inputs(ref_x, ref_module)
+    for name, tensor in mine.items():
+        if tensor.grad is None:
+            return _grad_warning(check, f"{name} gets no gradient ({case.label})", o)
+        d = diff(tensor.grad, want[name].grad, TOL[torch.float64])
+        if not d.ok:
+            return _grad_warning(check, f"the gradient of {name} differs: max abs error {d.max_abs:.3g} ({case.label})", o)
+    return PASS, f"backward runs; the gradients of {', '.join(mine)} match"
+
+
+def _grad_warning(check, evidence, o, exc=None):
+    line = load.user_line(exc, check.path)[0] if exc else None
+    check.add(findings.make("backward-fails", evidence, line=line, score=1.0))
+    return WARN, evidence
+
+
+def dtypes(check):
+    spec, case = check.spec, check.cases[0]
+    notes, warned = [], False
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        label = str(dtype).replace("torch.", "")
+        o = calls.run(spec, check.target, case, check.path, dtype=dtype)
+        check.guard(o)
+        if o.error is not None:
+            msg = str(o.error)
+            if "overflow" in msg and dtype == torch.float16:
+                check.add(findings.make("mask-fill-overflow", f"in float16: {load.describe(o.error)}",
+                                        line=load.user_line(o.error, check.path)[0], score=1.0))
+                warned = True
+                notes.append(f"{label}: raised (overflow)")
+                continue
+            check.add(load.exception_finding(o.error, check.path, f"in {label} ({case.label})", score=1.0))
+            return FAIL, f"{label}: raised {load.describe(o.error)}"
+        if o.outputs is None:
+            check.add(return_type(spec, o))
+            return FAIL, f"{label}: wrong return type"
+        ref = spec.reference(case, dtype)[0]
+        for name, got, want in zip(spec.outputs, o.outputs, ref):
+            if got.dtype != dtype:
+                check.add(findings.make("dtype-not-preserved", f"{name} is {str(got.dtype).replace('torch.', '')} "
+                                        f"for {label} inputs", score=1.0, expected=label))
+                warned = True
+            if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
+                check.add(findings.make("nan-output", f"{name} has NaN or inf in {label} ({case.label})", score=1.0))
+                return FAIL, f"{label}: NaN or inf in {name}"
+            d = diff(got, want, TOL[dtype])
+            if not d.ok:
+                check.add(findings.make(
+                    "values-mismatch", f"in {label}, {name} differs at ({where(d.index, spec.axes[name])}): yours "
+                    f"{d.got:.4g}, expected {d.want:.4g} (max abs error {d.max_abs:.3g}, tolerance {TOL[dtype].atol:g})",
+                    score=0.5))
+                return FAIL, f"{label}: {name} out of tolerance"
+        notes.append(f"{label}: ok")
+    return (WARN if warned else PASS), "; ".join(notes)
+
+
+def device(check):
+    """Run on the meta device: a tensor made on the default device shows up as a CPU tensor."""
+    spec, case = check.spec, check.cases[0]
+    o = calls.run(spec, check.target, case, check.path, device="meta")
+    check.guard(o)
+    if o.error is not None:
+        msg = str(o.error)
+        if "device" in msg.lower():
+            line = load.user_line(o.error, check.path)[0]
+            check.add(findings.make("device-mismatch", f"on the meta device: {load.describe(o.error)}",
+                                    line=line, score=1.0))
+            return WARN, "a tensor was made on the default device"
+        return WARN, f"could not run on the meta device ({load.describe(o.error)}); not graded"
+    made = o.tracer.off_device
+    if made:
+        op, line, dev = made[0]
+        where_ = f" at your line {line}" if line else ""
+        check.add(findings.make("device-mismatch", f"{op}(...){where_} made a {dev} tensor while the inputs were on "
+                                "the meta device", line=line, score=1.0))
+        return WARN, "a tensor was made on the default device"
+    if o.outputs is not None and any(t.device.type != "meta" for t in o.outputs):
+        check.add(findings.make("device-mismatch", "an output is not on the inputs' device", score=1.0))
+        return WARN, "an output is not on the inputs' device"
+    return PASS, "runs on the meta device with no tensor made elsewhere"

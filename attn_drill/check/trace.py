@@ -1,0 +1,145 @@
+"""Watch what the user's code actually runs: forbidden built-ins, tensors made on the wrong device,
+the user's line for each torch call, and changes to torch itself.
+
+Everything here is found from behaviour (torch's function mode sees every torch call, torch.ops included),
+never from the source text. (A dispatch mode would see more, but its first use imports torch._dynamo: 1.5 s.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+# Functions that do the exercise, by the name torch's function mode sees (python functions, and torch.ops)
+FORBIDDEN = {
+    "scaled_dot_product": "torch.nn.functional.scaled_dot_product_attention",
+    "multi_head_attention_forward": "nn.MultiheadAttention (F.multi_head_attention_forward)",
+    "_native_multi_head_attention": "nn.MultiheadAttention",
+}
+FACTORIES = {"ones", "zeros", "full", "empty", "arange", "eye", "rand", "randn", "tensor", "as_tensor",
+             "ones_like", "zeros_like", "full_like", "empty_like", "scalar_tensor", "linspace", "randint"}
+
+
+class Tracer(TorchFunctionMode):
+    """Records, for one user call: forbidden calls, the user's line for each torch function, and
+    tensors made off the inputs' device (when `device` is set, e.g. "meta")."""
+
+    def __init__(self, user_file: Path, device: str | None = None, forbidden: dict | None = None):
+        super().__init__()
+        self.user_file = str(user_file.resolve())
+        self.device = device
+        self.forbidden = FORBIDDEN if forbidden is None else forbidden
+        self.forbidden_calls: list[tuple[str, int | None]] = []
+        self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
+        self.off_device: list[tuple[str, int | None, str]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = _name(func)
+        line = self.user_line()
+        self.calls.append((name, line))
+        for key, what in self.forbidden.items():
+            if key in name:
+                self.forbidden_calls.append((what, line))
+        out = func(*args, **(kwargs or {}))
+        if self.device and name in FACTORIES and isinstance(out, torch.Tensor):
+            if out.device.type != self.device and out.dim() > 0:
+                self.off_device.append((name, line, str(out.device)))
+        return out
+
+    def user_line(self) -> int | None:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.user_file:
+                return frame.f_lineno
+            frame = frame.f_back
+        return None
+
+    def first_line(self, names: set[str], last: bool = False) -> int | None:
+        hits = [line for name, line in self.calls if name in names and line is not None]
+        return (hits[-1] if last else hits[0]) if hits else None
+
+
+def _name(func) -> str:
+    name = getattr(func, "__name__", None) or str(func)
+    return name.rsplit(".", 1)[-1]
+
+
+# --- torch itself must not change under the user's code -----------------------------------------
+
+_WATCHED = (torch, F, torch.Tensor, torch.nn.Module, torch.nn.Linear, torch.linalg, torch.special)
+_CLASSES = (torch.Tensor, torch.nn.Module, torch.nn.Linear)  # nothing may be added to these either
+
+
+def snapshot() -> dict:
+    return {id(ns): dict(vars(ns)) for ns in _WATCHED}
+
+
+def changed_since(snap: dict) -> list[str]:
+    """Names in torch's namespaces that were replaced, added over or removed; restores them."""
+    changed = []
+    for ns in _WATCHED:
+        before, now = snap[id(ns)], vars(ns)
+        label = getattr(ns, "__name__", str(ns))
+        for key, value in before.items():
+            new = now.get(key, _MISSING)
+            if new is not value and getattr(new, "__wrapped__", None) is not value:  # torch wraps some itself
+                changed.append(f"{label}.{key}")
+                try:
+                    setattr(ns, key, value)
+                except (AttributeError, TypeError):
+                    pass
+        if ns in _CLASSES:
+            for key in [k for k in now if k not in before]:
+                changed.append(f"{label}.{key}")
+                try:
+                    delattr(ns, key)
+                except (AttributeError, TypeError):
+                    pass
+    return changed
+
+
+_MISSING = object()
+
+
+def keep_dynamo_out() -> None:
+    """Stop the meta device's Python kernels from importing torch._dynamo (0.7 s) on first use.
+
+    Many of them are wrapped in torch._compile._disable_dynamo, which imports dynamo on the first call only
+    to wrap the function in "dynamo disabled". The checker never compiles, so resolving each wrapper to its
+    plain function is harmless. If torch changes this layout, nothing breaks: the first meta call is slower.
+    """
+    import types
+
+    import torch._compile
+
+    code = torch._compile._disable_dynamo(lambda: None).__code__
+    if "fn" not in code.co_freevars:
+        return
+    slot = code.co_freevars.index("fn")
+    prefixes = ("torch._refs", "torch._prims", "torch._decomp", "torch._meta_registrations")
+    todo = [obj for name, mod in list(sys.modules.items()) if name.startswith(prefixes)
+            for obj in list(vars(mod).values()) if isinstance(obj, types.FunctionType)]
+    seen = set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if fn.__code__ is code:
+            inner = fn.__closure__[slot].cell_contents
+            inner.__dynamo_disable = inner
+        wrapped = getattr(fn, "__wrapped__", None)
+        cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        todo += [f for f in [wrapped, *cells] if isinstance(f, types.FunctionType)]
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,81 @@
+"""Known mistakes as executable variants of attention.
+
+`attention` and `mha` compute the right answer with default knobs; each knob reproduces one real mistake.
+A variant that reproduces the user's outputs where the reference does not is strong evidence for that
+mistake. tests/test_variants.py proves the default knobs equal the references.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+
+
+@dataclass(frozen=True)
+class Knobs:
+    scale: float | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by
+    softmax_dim: int = -1
+    mask: str = "ok"  # ok | inverted | ignored | after_softmax
+    head_axis: bool = True  # mha: the mask gets a head axis before broadcasting
+    split: str = "ok"  # mha: ok | blocks (view(B, H, T, d) with no transpose)
+    merge: str = "ok"  # mha: ok | blocks (reshape(B, T, D) with no transpose back)
+    out_proj: bool = True  # mha: W_o applied
+
+    def but(self, **changes) -> "Knobs":
+        return replace(self, **changes)
+
+
+RIGHT = Knobs()
+
+
+def attention(q, k, v, mask=None, knobs: Knobs = RIGHT):
+    """(out, weights) of softmax(q k^T * scale, masked) v, with one mistake per knob."""
+    scale = 1.0 / math.sqrt(q.size(-1)) if knobs.scale is None else knobs.scale
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., Tq, Tk)
+    if mask is not None and knobs.mask in ("ok", "inverted"):
+        hidden = ~mask if knobs.mask == "ok" else mask
+        scores = scores.masked_fill(hidden, float("-inf"))
+    weights = torch.softmax(scores, dim=knobs.softmax_dim)
+    if mask is not None and knobs.mask == "ok":
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    if mask is not None and knobs.mask == "after_softmax":
+        weights = weights * mask  # probabilities zeroed after normalising: rows no longer sum to 1
+    return weights @ v, weights
+
+
+def split_heads(x, H: int, how: str = "ok"):
+    B, T, D = x.shape
+    if how == "blocks":
+        return x.reshape(B, H, T, D // H)  # cuts (T, D) into H contiguous blocks: mixes time into heads
+    return x.view(B, T, H, D // H).transpose(1, 2)  # (B, H, T, d)
+
+
+def merge_heads(y, how: str = "ok"):
+    B, H, T, d = y.shape
+    if how == "blocks":
+        return y.reshape(B, T, H * d)  # (B, H, T, d) flattened as is: heads and time interleaved
+    return y.transpose(1, 2).reshape(B, T, H * d)
+
+
+def linear(x, params: dict, name: str):
+    bias = params.get(f"{name}.bias")
+    return torch.nn.functional.linear(x, params[f"{name}.weight"], bias)
+
+
+def mha(params: dict, H: int, query, key, value, mask=None, knobs: Knobs = RIGHT):
+    """Multi-head attention from a state dict {W_q.weight, W_q.bias, ...}, with one mistake per knob."""
+    q = split_heads(linear(query, params, "W_q"), H, knobs.split)  # (B, H, Tq, d)
+    k = split_heads(linear(key, params, "W_k"), H, knobs.split)  # (B, H, Tk, d)
+    v = split_heads(linear(value, params, "W_v"), H, knobs.split)
+    if mask is not None and knobs.head_axis:
+        mask = mask.unsqueeze(1)  # (B, 1, Tq or 1, Tk)
+    y, weights = attention(q, k, v, mask, knobs)
+    y = merge_heads(y, knobs.merge)  # (B, Tq, D)
+    return (linear(y, params, "W_o") if knobs.out_proj else y), weights
+
+
+def mha_qk(params: dict, H: int, query, key):
+    """The per-head q and k the reference computes, to relate the user's weights to raw scores."""
+    return split_heads(linear(query, params, "W_q"), H), split_heads(linear(key, params, "W_k"), H)
