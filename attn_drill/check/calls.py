@@ -24,7 +24,7 @@ class Outcome:
     def outputs(self) -> tuple | None:
         """The result as a tuple of tensors, or None when it is not one."""
         r = self.result
-        if self.error is not None or not isinstance(r, (tuple, list)):
+        if self.error is not None or not isinstance(r, tuple):
             return None
         if not all(isinstance(t, torch.Tensor) for t in r):
             return None

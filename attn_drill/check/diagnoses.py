@@ -97,8 +97,11 @@ RESHAPES = {"view", "reshape", "flatten", "permute", "transpose"}
 def softmax_wrong_dim(check):
     for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
                      (0, "softmax over dim=0")):
-        f = variant_finding(check, "softmax-wrong-dim", Knobs(softmax_dim=dim), how,
-                            line=line_of(first_outcome(check), {"softmax", "exp", "_softmax"}))
+        for fill in ("-inf", "min"):  # they differ where a whole query column is hidden
+            f = variant_finding(check, "softmax-wrong-dim", Knobs(softmax_dim=dim, fill=fill), how,
+                                line=line_of(first_outcome(check), {"softmax", "exp", "_softmax"}))
+            if f:
+                break
         if f:
             f.evidence += "; your weights do not sum to 1 over the keys"
             return f

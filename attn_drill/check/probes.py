@@ -13,7 +13,7 @@ from attn_drill.report import FAIL, PASS, WARN
 def return_type(spec, o: calls.Outcome):
     r = o.result
     n = len(spec.outputs)
-    if isinstance(r, (tuple, list)) and len(r) == n and all(isinstance(t, torch.Tensor) for t in r):
+    if isinstance(r, tuple) and len(r) == n and all(isinstance(t, torch.Tensor) for t in r):
         return None
     if isinstance(r, torch.Tensor):
         got = f"a bare tensor of shape {tuple(r.shape)}"

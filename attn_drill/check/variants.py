@@ -18,6 +18,7 @@ class Knobs:
     scale: float | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by
     softmax_dim: int = -1
     mask: str = "ok"  # ok | inverted | ignored | after_softmax
+    fill: str = "-inf"  # what hidden scores get: -inf | min (finfo.min; differs only where a whole softmax axis is hidden)
     head_axis: bool = True  # mha: the mask gets a head axis before broadcasting
     split: str = "ok"  # mha: ok | blocks (view(B, H, T, d) with no transpose)
     merge: str = "ok"  # mha: ok | blocks (reshape(B, T, D) with no transpose back)
@@ -36,7 +37,8 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT):
     scores = (q @ k.transpose(-2, -1)) * scale  # (..., Tq, Tk)
     if mask is not None and knobs.mask in ("ok", "inverted"):
         hidden = ~mask if knobs.mask == "ok" else mask
-        scores = scores.masked_fill(hidden, float("-inf"))
+        fill = float("-inf") if knobs.fill == "-inf" else torch.finfo(scores.dtype).min
+        scores = scores.masked_fill(hidden, fill)
     weights = torch.softmax(scores, dim=knobs.softmax_dim)
     if mask is not None and knobs.mask == "ok":
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
