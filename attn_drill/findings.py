@@ -233,6 +233,18 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "A crash (segfault, os._exit, out of memory) ends the check before it can report.",
         "Look for os._exit / sys.exit at import, huge allocations, or native code.",
     ),
+    "internal-error": (
+        ERROR,
+        "The checker itself failed",
+        "This is a bug in attn-drill, not in your code.",
+        "Please report it with the file and the seed shown; meanwhile try another --seed.",
+    ),
+    "input-modified": (
+        WARNING,
+        "Your code changes its inputs in place",
+        "The caller still needs q, k, v (or query, key, value) afterwards; writing into them corrupts that.",
+        "Use out-of-place operations (x = x / s, not x /= s or x.div_(s)) on the inputs.",
+    ),
     "mask-fill-overflow": (
         WARNING,
         "-1e9 overflows in float16",

@@ -33,11 +33,11 @@ class Outcome:
 
 def run(spec, target, case: Case, path: Path, dtype=torch.float64, device="cpu", grad=False) -> Outcome:
     """Call the user's code on one case under a tracer; never raises."""
-    tracer = Tracer(path, device=device if device == "meta" else None)
+    tracer = Tracer(path)
     out = Outcome(case, tracer=tracer)
     try:
         kwargs = {}
-        if hasattr(spec, "build"):  # a module: build it first, traced but with no device watch (init is on CPU)
+        if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)
             with Tracer(path) as build_tracer:
                 kwargs["module"], bad = spec.build(target, case, dtype, device)
             tracer.forbidden_calls += build_tracer.forbidden_calls

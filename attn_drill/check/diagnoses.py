@@ -63,8 +63,8 @@ def match(check, knobs: Knobs) -> tuple[int, int, float, object]:
         telling += differs
         if same:
             matched += 1
-            if differs and example is None:
-                example = o
+            if differs and (example is None or example.outputs is None and o.outputs is not None):
+                example = o  # prefer a case that ran: it can be pictured
         worst = max(worst, dist)
     return matched, telling, worst, example
 

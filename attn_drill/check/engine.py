@@ -137,6 +137,9 @@ class Check:
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
                                  f"max rel error {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
                                  f"{TOL[torch.float64].rtol:g}*|expected|)")
+        modified = probes.inputs_modified(self)
+        if modified:
+            self.add(modified)
         if first_bad:
             for f in diagnoses.diagnose(self):
                 self.add(f)

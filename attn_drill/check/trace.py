@@ -20,22 +20,24 @@ FORBIDDEN = {
     "multi_head_attention_forward": "nn.MultiheadAttention (F.multi_head_attention_forward)",
     "_native_multi_head_attention": "nn.MultiheadAttention",
 }
+# Functions that make a tensor on the default device unless told otherwise (the *_like ones follow their input)
 FACTORIES = {"ones", "zeros", "full", "empty", "arange", "eye", "rand", "randn", "tensor", "as_tensor",
-             "ones_like", "zeros_like", "full_like", "empty_like", "scalar_tensor", "linspace", "randint"}
+             "scalar_tensor", "linspace", "randint", "tril_indices", "triu_indices"}
+MOVES = {"to", "cuda", "type_as", "to_dense"}  # a tensor moved afterwards is fine
 
 
 class Tracer(TorchFunctionMode):
-    """Records, for one user call: forbidden calls, the user's line for each torch function, and
-    tensors made off the inputs' device (when `device` is set, e.g. "meta")."""
+    """Records, for one user call: forbidden calls, the user's line for each torch function, and tensors
+    the user's code made on the default device (a factory with no device=, never moved afterwards):
+    on a GPU those meet the CUDA inputs and raise."""
 
-    def __init__(self, user_file: Path, device: str | None = None, forbidden: dict | None = None):
+    def __init__(self, user_file: Path, forbidden: dict | None = None):
         super().__init__()
         self.user_file = str(user_file.resolve())
-        self.device = device
         self.forbidden = FORBIDDEN if forbidden is None else forbidden
         self.forbidden_calls: list[tuple[str, int | None]] = []
         self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
-        self.off_device: list[tuple[str, int | None, str]] = []
+        self._made: dict[int, tuple[str, int]] = {}  # id(tensor) -> (factory, user line)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = _name(func)
@@ -44,11 +46,19 @@ class Tracer(TorchFunctionMode):
         for key, what in self.forbidden.items():
             if key in name:
                 self.forbidden_calls.append((what, line))
-        out = func(*args, **(kwargs or {}))
-        if self.device and name in FACTORIES and isinstance(out, torch.Tensor):
-            if out.device.type != self.device and out.dim() > 0:
-                self.off_device.append((name, line, str(out.device)))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if name in FACTORIES and line is not None and kwargs.get("device") is None:
+            if isinstance(out, torch.Tensor) and out.dim() > 0:
+                self._made[id(out)] = (name, line, out)  # keep it alive so its id stays its own
+        elif name in MOVES and args and id(args[0]) in self._made:
+            del self._made[id(args[0])]
         return out
+
+    @property
+    def off_device(self) -> list[tuple[str, int]]:
+        """(factory, user line) of each tensor made on the default device and never moved."""
+        return [(name, line) for name, line, _ in self._made.values()]
 
     def user_line(self) -> int | None:
         frame = sys._getframe(2)

@@ -31,10 +31,26 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)  # tiny tensors: threads only cost start-up time
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
-        report = check_file(Path(job["path"]), job["exercise"], spec["seed"],
-                            emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
+        try:
+            report = check_file(Path(job["path"]), job["exercise"], spec["seed"],
+                                emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
+        except Exception as e:  # a bug of ours: say so plainly, never as the user's mistake
+            report = internal_error(job, spec["seed"], e)
         send({"event": "report", "report": report.to_wire()})
     return 0
+
+
+def internal_error(job: dict, seed: int, exc: Exception):
+    import traceback
+
+    from attn_drill import findings
+    from attn_drill.report import FAIL, Report, Stage
+
+    report = Report(job["exercise"], job["path"], seed, stages=[Stage("load", FAIL, "the checker itself failed")])
+    where = traceback.extract_tb(exc.__traceback__)[-1]
+    report.findings.append(findings.make(
+        "internal-error", f"{type(exc).__name__}: {exc} (in {Path(where.filename).name}:{where.lineno})", score=3.0))
+    return report
 
 
 if __name__ == "__main__":

@@ -1,0 +1,219 @@
+"""Everything the user sees, drawn with rich. The checker returns data; this turns it into text.
+
+All text that comes from a report or a file is put in `Text` objects, never parsed as markup, so a
+shape like "[2, 4]" in evidence prints as written. Colours are a bonus: with NO_COLOR or a pipe the
+marks, words and shade characters carry the same information.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Iterable
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
+
+if TYPE_CHECKING:
+    from attn_drill.catalogue import Exercise
+    from attn_drill.state import State
+
+MARKS = {PASS: ("✓", "pass", "green"), FAIL: ("✗", "fail", "bold red"),
+         WARN: ("!", "warn", "yellow"), SKIP: ("-", "skipped", "dim")}
+SHADES = " ░▒▓█"
+HEATMAP_MAX = 12  # rows/cols drawn; more would not fit two side by side in 80 columns
+STATUS_STYLE = {"new": "dim", "started": "yellow", "passed": "green"}
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s // 3600}h {s % 3600 // 60:02d}m"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- list ------------------------------------------------------------------------------------------
+def exercise_table(exercises: Iterable["Exercise"], state: "State") -> Table:
+    table = Table(title="attn-drill exercises", title_justify="left", header_style="bold")
+    for name, kw in (("", {}), ("id", {"style": "bold cyan", "no_wrap": True}), ("title", {}),
+                     ("difficulty", {}), ("target", {"justify": "right"}), ("status", {}),
+                     ("best", {"justify": "right"})):
+        table.add_column(name, **kw)
+    for ex in exercises:
+        status = state.status(ex.id)
+        best = state.best(ex.id)
+        table.add_row(
+            "▸" if ex.id == state.current else "",
+            ex.id, ex.title, ex.difficulty, f"{ex.minutes} min",
+            Text(status, style=STATUS_STYLE.get(status, "")),
+            Text(duration(best), style="green" if best is not None and best <= ex.minutes * 60 else ""),
+        )
+    return table
+
+
+# -- a report --------------------------------------------------------------------------------------
+def report(console: Console, rep: Report, ex: "Exercise | None" = None) -> None:
+    rep.sort_findings()
+    console.print(_header(rep, ex))
+    console.print(_stages(rep))
+    for f in rep.findings:
+        console.print()
+        console.print(finding(f))
+        if f.picture:
+            pic = picture(f.picture)
+            if pic is not None:
+                console.print(pic)
+    console.print()
+    console.print(verdict(rep))
+
+
+def _header(rep: Report, ex: "Exercise | None") -> Table:
+    title = Text.assemble((rep.exercise, "bold cyan"), (f"  {ex.title}" if ex else "", "bold"))
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("exercise", title)
+    grid.add_row("file", Text(rep.file))
+    grid.add_row("seed", Text(f"{rep.seed}   (replay with --seed {rep.seed})"))
+    return grid
+
+
+def _stages(rep: Report) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for s in rep.stages:
+        mark, word, style = MARKS.get(s.status, ("?", s.status, ""))
+        grid.add_row(Text(f"{mark} {word}", style=style), Text(s.name, style="bold"),
+                     Text(s.detail, style="dim" if s.status == SKIP else ""))
+    return grid
+
+
+def finding(f: Finding) -> Group:
+    error = f.level == "error"
+    head = Text.assemble(
+        ("✗ error" if error else "! warning", "bold red" if error else "bold yellow"), "  ",
+        (f.slug, "bold"), "  ", f.title,
+    )
+    if f.line:
+        head.append(f"   (your line {f.line})", style="bold magenta")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, value in (("evidence", f.evidence), ("why", f.message), ("fix", f.fix)):
+        if value:
+            grid.add_row(label, Text(value, style="green" if label == "fix" else ""))
+    return Group(head, _indent(grid))
+
+
+def _indent(renderable, left: int = 4):
+    from rich.padding import Padding
+
+    return Padding(renderable, (0, 0, 0, left))
+
+
+def verdict(rep: Report) -> Text:
+    n_err = len(rep.errors)
+    n_warn = len(rep.findings) - n_err
+    counts = f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}"
+    took = f" in {rep.seconds:.1f} s" if rep.seconds else ""
+    if rep.passed:
+        return Text.assemble(("PASSED", "bold green"), f"  {rep.exercise}  {counts}{took}")
+    return Text.assemble(("FAILED", "bold red"), f"  {rep.exercise}  {counts}{took}")
+
+
+# -- attention heatmaps ----------------------------------------------------------------------------
+def shade(v) -> str:
+    """One cell's character: blank for exactly 0 (a hidden key), four steps up to 1, '?' for NaN
+    (the worker sends NaN as -1)."""
+    if not isinstance(v, (int, float)) or math.isnan(v) or math.isinf(v) or v < 0:
+        return "?"
+    if v <= 1e-6:
+        return SHADES[0]
+    return SHADES[1 + min(3, int(v * 4))]
+
+
+def _matrix(m) -> list[list]:
+    if not isinstance(m, list) or not m or not all(isinstance(r, list) for r in m):
+        return []
+    return m
+
+
+def heatmap(title: str, m: list[list], other: list[list] | None = None) -> Text:
+    """Rows = queries, columns = keys; a cell that differs from `other` by > 0.05 is drawn red."""
+    rows, cols = len(m), max(len(r) for r in m)
+    text = Text(title + "\n", style="bold")
+    keys = "".join(f"{j % 10:<2d}" for j in range(min(cols, HEATMAP_MAX)))  # key index, mod 10
+    text.append(f"k     {keys}\n", style="dim")
+    for i, row in enumerate(m[:HEATMAP_MAX]):
+        text.append(f"q{i:<3d} │", style="dim")
+        for j, v in enumerate(row[:HEATMAP_MAX]):
+            ref = other[i][j] if other and i < len(other) and j < len(other[i]) else None
+            bad = isinstance(ref, (int, float)) and isinstance(v, (int, float)) and not abs(v - ref) <= 0.05
+            text.append(shade(v) * 2, style="red" if bad else "cyan")
+        text.append("│\n", style="dim")
+    if rows > HEATMAP_MAX or cols > HEATMAP_MAX:
+        text.append(f"(first {min(rows, HEATMAP_MAX)} of {rows} queries, {min(cols, HEATMAP_MAX)} of {cols} keys)",
+                    style="dim")
+    text.rstrip()
+    return text
+
+
+def picture(pic: dict):
+    """Side-by-side heatmaps of the user's and the expected weights; None if the data is unusable."""
+    yours, expected = _matrix(pic.get("yours")), _matrix(pic.get("expected"))
+    if not yours or not expected:
+        return None
+    title = pic.get("title") or pic.get("case") or "attention weights"
+    grid = Table.grid(padding=(0, 4))
+    grid.add_row(heatmap("yours", yours, expected), heatmap("expected", expected))
+    legend = Text(f"rows = queries, columns = keys; '{SHADES[1:]}' = 0 .. 1, blank = 0, ? = NaN; "
+                  "red = differs", style="dim")
+    parts = [Text(str(title), style="bold"), grid, legend]
+    if pic.get("caption"):
+        parts.append(Text(str(pic["caption"]), style="italic"))
+    return _indent(Group(*parts))
+
+
+# -- start, hint, solution -------------------------------------------------------------------------
+def task(ex: "Exercise") -> Text:
+    """The task as written in the catalogue: print it with soft_wrap so its layout survives."""
+    return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"),
+                         f"   target: {ex.minutes} min, {ex.difficulty}\n\n", ex.task)
+
+
+def hints(ex: "Exercise", shown: int, fresh: int | None) -> Group:
+    """Hints 1..shown; `fresh` (1-based) is the one this call revealed."""
+    lines = []
+    for i, h in enumerate(ex.hints[:shown], 1):
+        style = "bold" if i == fresh else ("" if fresh is None else "dim")
+        lines.append(Text.assemble((f"hint {i}/{len(ex.hints)}  ", "cyan"), (h, style)))
+    return Group(*lines)
+
+
+def solution(ex: "Exercise") -> object:
+    from rich.syntax import Syntax  # pygments is slow to import: only here
+
+    code = ex.reference.read_text(encoding="utf-8")
+    return Syntax(code, "python", line_numbers=True, word_wrap=True, theme="ansi_dark")
+
+
+# -- messages --------------------------------------------------------------------------------------
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, emoji=False)
+
+
+def say(out: Console, *parts) -> None:
+    """One message, never wrapped, so paths stay copy-pasteable. parts: str or (str, style)."""
+    out.print(Text.assemble(*parts), soft_wrap=True)
