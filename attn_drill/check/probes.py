@@ -64,7 +64,7 @@ def gradients(check):
     ref, ref_module, ref_x = spec.reference(case, grad=True)
     if o.outputs is None:
         return _grad_warning(check, f"the call with gradients on raised {load.describe(o.error)}" if o.error
-                             else "the call with gradients on returned something else", o)
+                             else "the call with gradients on returned something else", o, o.error)
     gs = _loss_weights(ref, check.seed)
     try:
         loss = sum((t.double() * g).sum() for t, g in zip(o.outputs, gs))
