@@ -207,7 +207,7 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         ERROR,
         "{name} is not defined",
         "The checker imports your file and looks for this name.",
-        "Define {name} at the top level of the file, spelled exactly so.",
+        "Define {name} {where}, spelled exactly so.",
     ),
     "wrong-signature": (
         ERROR,
@@ -287,7 +287,7 @@ def make(slug: str, evidence: str = "", *, line: int | None = None, score: float
          picture: dict | None = None, **params) -> Finding:
     """Build a finding for `slug` with its wording filled in from `params`."""
     level, title, why, fix = WORDING[slug]
-    p = _Params(params)
+    p = _Params({"where": "at the top level of the file"} | params)
     return Finding(
         slug=slug,
         level=level,

@@ -135,7 +135,7 @@ class Check:
                 if not d.ok and first_bad is None:
                     first_bad = (f"{o.case.label}: {name} differs first at ({where(d.index, self.spec.axes[name])}): "
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
-                                 f"max rel error {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
+                                 f"relative to the largest value {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
                                  f"{TOL[torch.float64].rtol:g}*|expected|)")
         modified = probes.inputs_modified(self)
         if modified:

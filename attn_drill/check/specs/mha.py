@@ -56,7 +56,8 @@ class MHASpec(Spec):
             sub = getattr(module, name, None)
             if not isinstance(sub, nn.Module) or not isinstance(getattr(sub, "weight", None), torch.Tensor):
                 return findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies "
-                                     f"the reference's weights in by these names)", score=1.0, name=f"self.{name}")
+                                     f"the reference's weights in by these names)", score=1.0, name=f"self.{name}",
+                                     where="in __init__, as nn.Linear(d_model, d_model, bias=bias)")
             shape = tuple(sub.weight.shape)
             has_bias = getattr(sub, "bias", None) is not None
             if shape != (D, D) or has_bias != bias:
