@@ -164,7 +164,16 @@ def wrong_head_merge(check):
                         line=line_of(first_outcome(check), RESHAPES, last=True))
     if f:
         f.evidence += "; " + hooks_summary(check)
-    return f
+        return f
+    from attn_drill.check.hooks import merge_is_permuted
+
+    weights_right = all(o.outputs is not None and closeness(o.outputs[1], ref[1]) < MATCH
+                        for o, ref in zip(check.outcomes, check.refs))
+    evidence = merge_is_permuted(check) if weights_right else None
+    if evidence:
+        return findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
+                             line=line_of(first_outcome(check), RESHAPES, last=True), score=0.95)
+    return None
 
 
 @diagnosis("missing-output-projection", ("mha",))
