@@ -36,12 +36,6 @@ EXIT_USAGE = 2
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _out():
-    from attn_drill import render
-
-    return render.console()
-
-
 def _say(*parts, err: bool = False) -> None:
     from attn_drill import render
 
@@ -86,9 +80,13 @@ def _nice(path: Path) -> str:
         return str(path)
 
 
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
 def _confirm_or_refuse(question: str, refusal: str) -> None:
     """Ask on a terminal; with none to ask on, refuse (exit 2): a script must say --yes."""
-    if not sys.stdin.isatty():
+    if not _interactive():
         _fail(refusal)
     import typer
 
@@ -302,8 +300,9 @@ def _complete_ids(incomplete: str) -> List[str]:
 
 
 def _fast_help_classes():
-    """typer 0.29 coerces an absent --help flag (value None) through a pydantic adapter: ~0.1 s of
-    pydantic import on every run. With a False default the flag's value is a bool, which it skips."""
+    """typer 0.29 coerces every parameter's value through a pydantic adapter (~0.1 s to import
+    pydantic), bool values excepted; an absent --help flag has the value None, so `CMD --help` and
+    `--version` would pay it too. A False default makes it a bool."""
     from typer.core import TyperCommand, TyperGroup
 
     class FastHelp:

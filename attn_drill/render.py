@@ -54,7 +54,7 @@ def exercise_table(exercises: Iterable["Exercise"], state: "State") -> Table:
         best = state.best(ex.id)
         table.add_row(
             "▸" if ex.id == state.current else "",
-            ex.id, ex.title, ex.difficulty, f"{ex.minutes} min",
+            Text(ex.id), Text(ex.title), Text(ex.difficulty), f"{ex.minutes} min",  # Text: no markup parsing
             Text(status, style=STATUS_STYLE.get(status, "")),
             Text(duration(best), style="green" if best is not None and best <= ex.minutes * 60 else ""),
         )
@@ -127,7 +127,7 @@ def verdict(rep: Report) -> Text:
     n_err = len(rep.errors)
     n_warn = len(rep.findings) - n_err
     counts = f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}"
-    took = f" in {rep.seconds:.1f} s" if rep.seconds else ""
+    took = f" in {rep.seconds:.1f} s" if rep.seconds >= 0.1 else (f" in {rep.seconds:.2f} s" if rep.seconds else "")
     if rep.passed:
         return Text.assemble(("PASSED", "bold green"), f"  {rep.exercise}  {counts}{took}")
     return Text.assemble(("FAILED", "bold red"), f"  {rep.exercise}  {counts}{took}")
@@ -153,7 +153,7 @@ def _matrix(m) -> list[list]:
 def heatmap(title: str, m: list[list], other: list[list] | None = None) -> Text:
     """Rows = queries, columns = keys; a cell that differs from `other` by > 0.05 is drawn red."""
     rows, cols = len(m), max(len(r) for r in m)
-    text = Text(title + "\n", style="bold")
+    text = Text.assemble((title + "\n", "bold"))
     keys = "".join(f"{j % 10:<2d}" for j in range(min(cols, HEATMAP_MAX)))  # key index, mod 10
     text.append(f"k     {keys}\n", style="dim")
     for i, row in enumerate(m[:HEATMAP_MAX]):
@@ -178,8 +178,8 @@ def picture(pic: dict):
     title = pic.get("title") or pic.get("case") or "attention weights"
     grid = Table.grid(padding=(0, 4))
     grid.add_row(heatmap("yours", yours, expected), heatmap("expected", expected))
-    legend = Text(f"rows = queries, columns = keys; '{SHADES[1:]}' = 0 .. 1, blank = 0, ? = NaN; "
-                  "red = differs", style="dim")
+    axes = "" if "quer" in str(title) else "rows = queries, cols = keys; "
+    legend = Text(f"{axes}{SHADES[1:]} = 0..1, blank = 0, ? = NaN, red = differs", style="dim")
     parts = [Text(str(title), style="bold"), grid, legend]
     if pic.get("caption"):
         parts.append(Text(str(pic["caption"]), style="italic"))

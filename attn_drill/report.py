@@ -21,7 +21,7 @@ class Finding:
     fix: str
     line: int | None = None  # the user's line, when the source can point at it
     score: float = 0.0  # closeness of the evidence, 1.0 = exact; orders findings of one level
-    picture: dict | None = None  # optional heatmaps: {"case", "yours", "expected"} as nested lists
+    picture: dict | None = None  # optional heatmaps: {"title", "caption", "yours", "expected"}, nested lists
 
 
 @dataclass

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -34,11 +33,15 @@ def state_file() -> Path:
 
 
 def now() -> str:
+    from datetime import datetime, timezone  # not at import: `list` never needs it
+
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def seconds_since(stamp: str | None) -> float | None:
     """Seconds from an ISO stamp to now; None if there is no usable stamp."""
+    from datetime import datetime, timezone
+
     try:
         then = datetime.fromisoformat(stamp)  # type: ignore[arg-type]
     except (TypeError, ValueError):

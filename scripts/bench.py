@@ -1,0 +1,137 @@
+#!/usr/bin/env python
+"""Startup and check timings, against the targets of issue 2. A benchmark, not a test: rerun at will.
+
+    python scripts/bench.py              # 7 runs each, median wall time
+    python scripts/bench.py --runs 15 --json
+    python scripts/bench.py --skip-check # only the startup part (no torch)
+
+Targets: `attn-drill list` and `--help` within 2x of `python -c "import rich"`; a passing
+`attn-drill check` of mha within 1.25x of `python -c "import torch"`.
+Every command runs with ATTN_DRILL_HOME in a fresh temp folder and its output thrown away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from attn_drill import paths  # noqa: E402  (no torch in there)
+
+
+def attn_drill_exe() -> list[str]:
+    """The installed console script next to this python (a pyenv shim would add its own startup)."""
+    here = Path(sys.executable).parent / ("attn-drill.exe" if os.name == "nt" else "attn-drill")
+    if here.exists():
+        return [str(here)]
+    found = shutil.which("attn-drill")
+    return [found] if found else [sys.executable, "-m", "attn_drill"]
+
+
+def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
+    exe, py = attn_drill_exe(), sys.executable
+    cmds = {
+        "import rich": [py, "-c", "import rich"],
+        # not a target: the floor for any command that prints with rich (list does)
+        "import rich.console+table": [py, "-c", "import rich.console, rich.table"],
+        "attn-drill --help": exe + ["--help"],
+        "attn-drill list": exe + ["list"],
+    }
+    if skip_check:
+        return cmds
+    good, bad = work / "good" / "mha.py", work / "bad" / "mha.py"
+    for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, paths.EXERCISES / "mha.py")):
+        dst.parent.mkdir(parents=True)
+        shutil.copyfile(src, dst)
+    cmds.update({
+        "import torch": [py, "-c", "import torch"],
+        "check mha (passing)": exe + ["check", str(good), "--seed", "0"],
+        "check mha (failing)": exe + ["check", str(bad), "--seed", "0"],
+    })
+    return cmds
+
+
+def time_once(cmd: list[str], env: dict) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    return time.perf_counter() - t0, rc
+
+
+def measure(cmds: dict[str, list[str]], runs: int, env: dict) -> dict[str, dict]:
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    codes: dict[str, set[int]] = {k: set() for k in cmds}
+    for cmd in cmds.values():  # warm the file cache; not counted
+        time_once(cmd, env)
+    for _ in range(runs):  # round robin, so a slow moment of the machine hits every row alike
+        for name, cmd in cmds.items():
+            t, rc = time_once(cmd, env)
+            times[name].append(t)
+            codes[name].add(rc)
+    return {k: {"median_s": statistics.median(v), "min_s": min(v), "exit_codes": sorted(codes[k])}
+            for k, v in times.items()}
+
+
+RATIOS = (  # (what, baseline, target or None)
+    ("import rich.console+table", "import rich", None),
+    ("attn-drill --help", "import rich", 2.0),
+    ("attn-drill list", "import rich", 2.0),
+    ("check mha (passing)", "import torch", 1.25),
+    ("check mha (failing)", "import torch", None),
+)
+
+
+def ratios(results: dict[str, dict]) -> list[dict]:
+    out = []
+    for what, base, target in RATIOS:
+        if what in results and base in results:
+            r = results[what]["median_s"] / results[base]["median_s"]
+            out.append({"what": what, "vs": base, "ratio": round(r, 2), "target": target,
+                        "ok": None if target is None else r <= target})
+    return out
+
+
+def print_table(results: dict[str, dict], rows: list[dict], runs: int) -> None:
+    print(f"median of {runs} runs (python {sys.version.split()[0]}, {sys.platform})\n")
+    print(f"{'command':<26}{'median':>10}{'min':>10}  exit")
+    for name, r in results.items():
+        print(f"{name:<26}{r['median_s']:>9.3f}s{r['min_s']:>9.3f}s  {','.join(map(str, r['exit_codes']))}")
+    print()
+    for row in rows:
+        verdict = "" if row["target"] is None else ("  ok" if row["ok"] else "  OVER TARGET")
+        target = "" if row["target"] is None else f" (target <= {row['target']}x)"
+        print(f"{row['what']:<26} = {row['ratio']:.2f}x {row['vs']}{target}{verdict}")
+    if "check mha (passing)" in results and results["check mha (passing)"]["exit_codes"] != [0]:
+        print("\nnote: the passing check did not exit 0; its timing is not the passing path")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=7, help="runs per command (default 7)")
+    ap.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    ap.add_argument("--skip-check", action="store_true", help="only the startup commands (no torch)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="attn-drill-bench-") as tmp:
+        work = Path(tmp)
+        env = dict(os.environ, ATTN_DRILL_HOME=str(work / "home"), NO_COLOR="1")
+        # As on a user's machine, where the modules' bytecode is cached after the first run (pip compiles
+        # it at install time): with PYTHONDONTWRITEBYTECODE every run would compile attn_drill anew.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        results = measure(commands(work, args.skip_check), max(1, args.runs), env)
+    rows = ratios(results)
+    if args.json:
+        print(json.dumps({"runs": args.runs, "results": results, "ratios": rows}, indent=2))
+    else:
+        print_table(results, rows, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Adds the head axis in front (mask.unsqueeze(0) -> (1, B, Tq, Tk)) instead of at position 1."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.h = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):
+        B, Tq, D = query.shape
+        Tk = key.shape[1]
+        d = D // self.h
+        q = self.W_q(query).reshape(B, Tq, self.h, d).permute(0, 2, 1, 3)
+        k = self.W_k(key).reshape(B, Tk, self.h, d).permute(0, 2, 1, 3)
+        v = self.W_v(value).reshape(B, Tk, self.h, d).permute(0, 2, 1, 3)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k) / d**0.5
+        if mask is not None:
+            s = torch.where(mask.unsqueeze(0), s, torch.finfo(s.dtype).min)
+        a = F.softmax(s, dim=-1)
+        o = torch.einsum("bhqk,bhkd->bhqd", a, v).permute(0, 2, 1, 3).reshape(B, Tq, D)
+        return self.W_o(o), a

