@@ -97,16 +97,14 @@ def _confirm_or_refuse(question: str, refusal: str) -> None:
 
 # -- the commands' work ----------------------------------------------------------------------------
 def cmd_list() -> None:
-    from attn_drill import catalogue, render, state
+    from attn_drill import catalogue, listing, state
 
     st = state.load()
-    out = render.console()
-    out.print(render.exercise_table(catalogue.exercises().values(), st))
+    sys.stdout.write(listing.table(catalogue.exercises().values(), st, colour=listing.use_colour()))
     if st.current:
-        render.say(out, f"current: {st.current}.  ", ("attn-drill check", "bold cyan"), " checks it, ",
-                   ("attn-drill hint", "bold cyan"), " gives a nudge.")
+        print(f"current: {st.current}.  attn-drill check checks it, attn-drill hint gives a nudge.")
     else:
-        render.say(out, "Begin with ", ("attn-drill start ID", "bold cyan"), ", e.g. attn-drill start sdpa.")
+        print("Begin with attn-drill start ID, e.g. attn-drill start sdpa.")
 
 
 def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:

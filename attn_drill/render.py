@@ -8,12 +8,13 @@ marks, words and shade characters carry the same information.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from attn_drill.listing import duration
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:
@@ -24,41 +25,10 @@ MARKS = {PASS: ("✓", "pass", "green"), FAIL: ("✗", "fail", "bold red"),
          WARN: ("!", "warn", "yellow"), SKIP: ("-", "skipped", "dim")}
 SHADES = " ░▒▓█"
 HEATMAP_MAX = 12  # rows/cols drawn; more would not fit two side by side in 80 columns
-STATUS_STYLE = {"new": "dim", "started": "yellow", "passed": "green"}
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {s % 3600 // 60:02d}m"
 
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-# -- list ------------------------------------------------------------------------------------------
-def exercise_table(exercises: Iterable["Exercise"], state: "State") -> Table:
-    table = Table(title="attn-drill exercises", title_justify="left", header_style="bold")
-    for name, kw in (("", {}), ("id", {"style": "bold cyan", "no_wrap": True}), ("title", {}),
-                     ("difficulty", {}), ("target", {"justify": "right"}), ("status", {}),
-                     ("best", {"justify": "right"})):
-        table.add_column(name, **kw)
-    for ex in exercises:
-        status = state.status(ex.id)
-        best = state.best(ex.id)
-        table.add_row(
-            "▸" if ex.id == state.current else "",
-            Text(ex.id), Text(ex.title), Text(ex.difficulty), f"{ex.minutes} min",  # Text: no markup parsing
-            Text(status, style=STATUS_STYLE.get(status, "")),
-            Text(duration(best), style="green" if best is not None and best <= ex.minutes * 60 else ""),
-        )
-    return table
 
 
 # -- a report --------------------------------------------------------------------------------------
