@@ -284,9 +284,12 @@ class _Params(dict):
 
 
 def make(slug: str, evidence: str = "", *, line: int | None = None, score: float = 0.0,
-         picture: dict | None = None, **params) -> Finding:
-    """Build a finding for `slug` with its wording filled in from `params`."""
-    level, title, why, fix = WORDING[slug]
+         picture: dict | None = None, level: str | None = None, **params) -> Finding:
+    """Build a finding for `slug` with its wording filled in from `params`.
+
+    `level` overrides the slug's usual level, for the rare warning that turns out to explain a failure."""
+    default_level, title, why, fix = WORDING[slug]
+    level = level or default_level
     p = _Params({"where": "at the top level of the file"} | params)
     return Finding(
         slug=slug,

@@ -137,12 +137,13 @@ class Check:
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
                                  f"relative to the largest value {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
                                  f"{TOL[torch.float64].rtol:g}*|expected|)")
-        modified = probes.inputs_modified(self)
+        modified = probes.inputs_modified(self, failed=first_bad is not None)
         if modified:
             self.add(modified)
         if first_bad:
-            for f in diagnoses.diagnose(self):
-                self.add(f)
+            if not (modified and modified.level == "error"):
+                for f in diagnoses.diagnose(self):
+                    self.add(f)
             raise Stop(first_bad)
         warning = probes.empty_row(self)
         if warning:

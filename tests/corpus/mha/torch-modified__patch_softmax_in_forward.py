@@ -1,0 +1,29 @@
+"""Swaps torch.softmax for a lambda inside forward (and never puts it back)."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.h = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):
+        torch.softmax = lambda x, dim: (x - x.logsumexp(dim, keepdim=True)).exp()
+        B, Tq, D = query.shape
+        d = D // self.h
+        q = self.W_q(query).view(B, Tq, self.h, d).transpose(1, 2)
+        k = self.W_k(key).view(B, -1, self.h, d).transpose(1, 2)
+        v = self.W_v(value).view(B, -1, self.h, d).transpose(1, 2)
+        s = q @ k.transpose(-2, -1) / math.sqrt(d)
+        if mask is not None:
+            s = s.masked_fill(~mask.unsqueeze(1), float("-inf"))
+        w = torch.softmax(s, dim=-1)
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, Tq, D)), w
