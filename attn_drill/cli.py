@@ -187,7 +187,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
 def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
     import json
 
-    from attn_drill import render, state
+    from attn_drill import listing, render, state
 
     out, results = render.console(), []
     for (path, ex), rep in _with_spinner(out, jobs, reports, enabled=not as_json):
@@ -204,8 +204,8 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
             out.rule()
         render.report(out, rep, ex)
         if rep.passed and took is not None:
-            render.say(out, f"Solved in {render.duration(took)} (target {ex.minutes} min); "
-                            f"best {render.duration(best)}.")
+            render.say(out, f"Solved in {listing.duration(took)} (target {ex.minutes} min); "
+                            f"best {listing.duration(best)}.")
         elif not rep.passed:
             render.say(out, "Stuck? ", (f"attn-drill hint {ex.id}", "bold cyan"), " gives a nudge.")
     if len(jobs) > 1 and not as_json:

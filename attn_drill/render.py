@@ -14,12 +14,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from attn_drill.listing import duration
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
-    from attn_drill.state import State
 
 MARKS = {PASS: ("✓", "pass", "green"), FAIL: ("✗", "fail", "bold red"),
          WARN: ("!", "warn", "yellow"), SKIP: ("-", "skipped", "dim")}

@@ -165,24 +165,10 @@ def load() -> State:
 
 
 def save(state: State) -> None:
-    path = state_file()
-    import tempfile  # only when writing: `list` only reads
+    from attn_drill.atomic import write_atomic
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(state.data, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    text = json.dumps(state.data, indent=2, sort_keys=True) + "\n"
+    write_atomic(state_file(), text.encode("utf-8"), mode=0o600)
 
 
 @contextmanager

@@ -7,14 +7,13 @@ os.replace, so an interrupted write never leaves half a file.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from attn_drill import paths
+from attn_drill.atomic import write_atomic
 from attn_drill.catalogue import Exercise
 
 
@@ -65,22 +64,6 @@ def _check_usable(path: Path) -> None:
             break
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def write_skeleton(ex: Exercise, path: Path, *, replace: bool = False) -> Written:
     """Put the skeleton at `path`. An existing file is kept unless `replace`; then it is backed
     up first (unless it is the untouched skeleton: nothing to lose)."""
@@ -90,5 +73,5 @@ def write_skeleton(ex: Exercise, path: Path, *, replace: bool = False) -> Writte
     if exists and not replace:
         return Written(path, written=False)
     saved = backup(ex, path) if exists and not same_as_skeleton(ex, path) else None
-    _write_atomic(path, ex.skeleton.read_bytes())
+    write_atomic(path, ex.skeleton.read_bytes())
     return Written(path, written=True, backup=saved)

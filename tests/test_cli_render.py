@@ -7,7 +7,7 @@ import io
 import pytest
 from rich.console import Console
 
-from attn_drill import findings, render
+from attn_drill import findings, listing, render
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Report, Stage
 
 
@@ -101,4 +101,4 @@ def test_differing_cells_are_red_on_a_colour_console(monkeypatch):
 
 @pytest.mark.parametrize("seconds, text", [(None, "-"), (4.4, "4s"), (65, "1m 05s"), (3725, "1h 02m")])
 def test_duration(seconds, text):
-    assert render.duration(seconds) == text
+    assert listing.duration(seconds) == text

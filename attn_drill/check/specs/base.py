@@ -6,7 +6,7 @@ import importlib.util
 import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+
 
 import torch
 

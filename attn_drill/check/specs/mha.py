@@ -65,7 +65,7 @@ class MHASpec(Spec):
                     "wrong-signature",
                     f"self.{name} is weight {shape}, bias {has_bias} for d_model={D}, bias={bias}; "
                     f"expected nn.Linear({D}, {D}, bias={bias})",
-                    score=1.0, name=f"self.{name}", expected=f"nn.Linear(d_model, d_model, bias=bias)")
+                    score=1.0, name=f"self.{name}", expected="nn.Linear(d_model, d_model, bias=bias)")
         return None
 
     def cases(self, gen):
@@ -160,7 +160,7 @@ class MHASpec(Spec):
 
     def scale_names(self, case):
         names = super().scale_names(case)
-        D, d = case.dims["D"], case.dims["d"]
+        D = case.dims["D"]
         names[f"1/sqrt({D}) = 1/sqrt(d_model)"] = D ** -0.5
         names[f"1/{D} = 1/d_model"] = 1.0 / D
         return names

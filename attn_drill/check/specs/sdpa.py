@@ -50,7 +50,6 @@ class SDPASpec(Spec):
             q, k, v = qkv(lead, Tq, Tk, d, dv)
             mask = None if mask_shape is None else random_mask(gen, *mask_shape)
             dims = dict(zip(("B", "H"), lead)) | {"Tq": Tq, "Tk": Tk, "d": d, "dv": dv}
-            shape = "x".join(map(str, q.shape))
             label = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, " + (
                 f"mask {tuple(mask.shape)}" if mask is not None else "no mask")
             return Case(label, {"q": q, "k": k, "v": v, "mask": mask}, dims, masked=mask is not None)
