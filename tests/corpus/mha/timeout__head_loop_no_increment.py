@@ -16,17 +16,20 @@ class MultiHeadAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, query, key, value, mask=None):
-        D = query.shape[-1]
-        d = D // self.num_heads
+        B, Tq, D = query.shape
+        Tk = key.shape[1]
+        H = self.num_heads
+        d = D // H
         q, k, v = self.W_q(query), self.W_k(key), self.W_v(value)
-        outs, weights = [], []
+        out = torch.empty_like(q)
+        weights = q.new_empty(B, H, Tq, Tk)
         h = 0
-        while h < self.num_heads:
+        while h < H:
             sl = slice(h * d, (h + 1) * d)
             s = q[..., sl] @ k[..., sl].transpose(-2, -1) / math.sqrt(d)
             if mask is not None:
                 s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
             w = torch.softmax(s, dim=-1)
-            outs.append(w @ v[..., sl])
-            weights.append(w)
-        return self.W_o(torch.cat(outs, dim=-1)), torch.stack(weights, dim=1)
+            weights[:, h] = w
+            out[..., sl] = w @ v[..., sl]
+        return self.W_o(out), weights
