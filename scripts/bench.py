@@ -47,14 +47,17 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
     }
     if skip_check:
         return cmds
-    good, bad = work / "good" / "mha.py", work / "bad" / "mha.py"
-    for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, paths.EXERCISES / "mha.py")):
+    # failing with a diagnosis: every variant is tried and misses, then the forward hooks find the merge
+    diagnosed = Path(__file__).resolve().parent.parent / "tests/corpus/mha/wrong-head-merge__permute_wrong_order.py"
+    good, bad, skeleton = work / "good" / "mha.py", work / "bad" / "mha.py", work / "skeleton" / "mha.py"
+    for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, diagnosed), (skeleton, paths.EXERCISES / "mha.py")):
         dst.parent.mkdir(parents=True)
         shutil.copyfile(src, dst)
     cmds.update({
         "import torch": [py, "-c", "import torch"],
         "check mha (passing)": exe + ["check", str(good), "--seed", "0"],
-        "check mha (failing)": exe + ["check", str(bad), "--seed", "0"],
+        "check mha (diagnosed)": exe + ["check", str(bad), "--seed", "0"],
+        "check mha (skeleton)": exe + ["check", str(skeleton), "--seed", "0"],
     })
     return cmds
 
@@ -84,7 +87,8 @@ RATIOS = (  # (what, baseline, target or None)
     ("attn-drill --help", "import rich", 2.0),
     ("attn-drill list", "import rich", 2.0),
     ("check mha (passing)", "import torch", 1.25),
-    ("check mha (failing)", "import torch", None),
+    ("check mha (diagnosed)", "import torch", None),
+    ("check mha (skeleton)", "import torch", None),
 )
 
 
