@@ -208,8 +208,9 @@ def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | 
     return float((xc * yc).sum()) / denom if denom > 0 else None
 
 
-@diagnosis("missing-scale", ("sdpa", "mha"))
+@diagnosis("missing-scale, wrong-scale", ("sdpa", "mha"))
 def scale(check):
+    """The weights are softmax(s * q k^T) for a fitted s other than 1/sqrt(d)."""
     fitted = []
     for o in check.outcomes:
         if o.outputs is None:
