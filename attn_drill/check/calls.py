@@ -31,7 +31,7 @@ class Outcome:
         return tuple(r)
 
 
-def run(spec, target, case: Case, path: Path, dtype=torch.float64, device="cpu", grad=False) -> Outcome:
+def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False) -> Outcome:
     """Call the user's code on one case under a tracer; never raises."""
     tracer = Tracer(path)
     out = Outcome(case, tracer=tracer)
@@ -39,12 +39,12 @@ def run(spec, target, case: Case, path: Path, dtype=torch.float64, device="cpu",
         kwargs = {}
         if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)
             with Tracer(path) as build_tracer:
-                kwargs["module"], bad = spec.build(target, case, dtype, device)
+                kwargs["module"], bad = spec.build(target, case, dtype)
             tracer.forbidden_calls += build_tracer.forbidden_calls
             if bad:
                 raise RuntimeError(bad.evidence)
         with tracer, torch.set_grad_enabled(grad):
-            out.result, out.module, out.inputs = spec.call(target, case, dtype, device, grad=grad, **kwargs)
+            out.result, out.module, out.inputs = spec.call(target, case, dtype, grad=grad, **kwargs)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
         if isinstance(e, KeyboardInterrupt):
             raise

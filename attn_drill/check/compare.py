@@ -32,15 +32,11 @@ class Diff:
     want: float | None = None
 
 
-def diff(got: torch.Tensor, want: torch.Tensor, tol: Tolerance, ignore: torch.Tensor | None = None) -> Diff:
-    """Elementwise comparison in float64; `ignore` (bool, broadcastable) marks entries not graded."""
+def diff(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> Diff:
+    """Elementwise comparison in float64."""
     g, w = got.detach().double().cpu(), want.detach().double().cpu()
     err = (g - w).abs()
     bad = ~(err <= tol.atol + tol.rtol * w.abs())  # NaN counts as bad
-    if ignore is not None:
-        ignore = ignore.expand_as(bad)
-        bad = bad & ~ignore
-        err = err.masked_fill(ignore, 0.0)
     finite = torch.nan_to_num(err, nan=float("inf"))
     max_abs = float(finite.max()) if finite.numel() else 0.0
     # relative to the largest expected value: entries near zero would make an elementwise ratio meaningless
@@ -52,14 +48,11 @@ def diff(got: torch.Tensor, want: torch.Tensor, tol: Tolerance, ignore: torch.Te
     return Diff(False, max_abs, max_rel, index, float(g[index]), float(w[index]))
 
 
-def closeness(got: torch.Tensor, want: torch.Tensor, ignore: torch.Tensor | None = None) -> float:
+def closeness(got: torch.Tensor, want: torch.Tensor) -> float:
     """Relative L2 distance, 0 = identical; inf when shapes differ or values are not finite."""
     if got.shape != want.shape:
         return float("inf")
     g, w = got.detach().double().cpu(), want.detach().double().cpu()
-    if ignore is not None:
-        keep = ~ignore.expand_as(g)
-        g, w = g[keep], w[keep]
     gf, wf = torch.isfinite(g), torch.isfinite(w)
     if not bool((gf == wf).all()):
         return float("inf")  # NaN or inf in one and not at the same place in the other

@@ -1,4 +1,4 @@
-"""The later stages' probes: return type, empty rows, gradients, dtypes and the meta device."""
+"""The later stages' probes: return type, empty rows, inputs written in place, gradients, dtypes, device."""
 
 from __future__ import annotations
 

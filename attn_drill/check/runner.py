@@ -43,7 +43,7 @@ def _run_worker(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
     read_fd, write_fd = os.pipe()
     spec = {"seed": seed, "jobs": [{"path": str(j.path), "exercise": j.exercise} for j in jobs]}
     log = tempfile.TemporaryFile()  # the user's prints, and a crash's last words
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ left beside the user's file
     proc = subprocess.Popen(
         [sys.executable, "-m", "attn_drill.check.worker", str(write_fd), json.dumps(spec)],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

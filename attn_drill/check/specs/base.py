@@ -22,7 +22,10 @@ class Case:
     dims: dict  # d, dv, D, H, B ... as the case uses them
     config: dict = field(default_factory=dict)  # constructor arguments, for modules
     params: dict | None = None  # float64 weights the user's module receives, by submodule name
-    masked: bool = False  # whether a mask is given
+
+    @property
+    def masked(self) -> bool:
+        return self.inputs.get("mask") is not None
 
     def cast(self, dtype: torch.dtype, device: str = "cpu") -> dict:
         """Inputs in dtype on device; masks stay bool."""

@@ -83,7 +83,7 @@ class MHASpec(Spec):
             return Case(label, {"query": query, "key": key, "value": value, "mask": mask},
                         {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D},
                         config={"d_model": D, "num_heads": H, "bias": bias},
-                        params=random_params(gen, D, bias), masked=mask is not None)
+                        params=random_params(gen, D, bias))
 
         return [
             case(2, 3, 5, 6, 7, "full"),  # every size distinct
@@ -133,7 +133,7 @@ class MHASpec(Spec):
         cls = reference_module(self.file).MultiHeadAttention
         # weights and inputs rounded to dtype, computed in float64: the target a dtype run is held to
         rounded = Case(case.label, case.inputs, case.dims, case.config,
-                       {n: p.to(dtype).double() for n, p in case.params.items()}, case.masked)
+                       {n: p.to(dtype).double() for n, p in case.params.items()})
         module, _ = self.build(cls, rounded, torch.float64)
         x = {n: (t.to(dtype).double() if t is not None and t.dtype != torch.bool else t) for n, t in case.inputs.items()}
         if grad:

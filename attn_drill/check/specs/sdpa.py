@@ -52,7 +52,7 @@ class SDPASpec(Spec):
             dims = dict(zip(("B", "H"), lead)) | {"Tq": Tq, "Tk": Tk, "d": d, "dv": dv}
             label = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, " + (
                 f"mask {tuple(mask.shape)}" if mask is not None else "no mask")
-            return Case(label, {"q": q, "k": k, "v": v, "mask": mask}, dims, masked=mask is not None)
+            return Case(label, {"q": q, "k": k, "v": v, "mask": mask}, dims)
 
         return [
             case((2, 3), 5, 6, 7, 4, (2, 1, 5, 6)),  # every size distinct, dv != d, mask broadcast over heads
