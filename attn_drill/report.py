@@ -39,6 +39,7 @@ class Report:
     stages: list[Stage] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    output: str = ""  # what the user's code printed (stdout and stderr), its first and last lines
 
     @property
     def passed(self) -> bool:
@@ -67,12 +68,13 @@ class Report:
             "seed": self.seed,
             "stages": [asdict(s) for s in self.stages],
             "findings": findings,
+            "output": self.output,
         }
 
     @classmethod
     def from_wire(cls, d: dict) -> "Report":
         """Rebuild a report from the worker's JSON (which keeps score and picture)."""
-        r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0))
+        r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0), output=str(d.get("output", "")))
         r.stages = [Stage(**s) for s in d.get("stages", [])]
         r.findings = [Finding(**f) for f in d.get("findings", [])]
         r.sort_findings()
@@ -86,4 +88,5 @@ class Report:
             "seconds": self.seconds,
             "stages": [asdict(s) for s in self.stages],
             "findings": [asdict(f) for f in self.findings],
+            "output": self.output,
         }

@@ -19,34 +19,27 @@ class Outcome:
     tracer: Tracer | None = None
     module: object = None
     inputs: dict = field(default_factory=dict)
-
-    @property
-    def outputs(self) -> tuple | None:
-        """The result as a tuple of tensors, or None when it is not one."""
-        r = self.result
-        if self.error is not None or not isinstance(r, tuple):
-            return None
-        if not all(isinstance(t, torch.Tensor) for t in r):
-            return None
-        return tuple(r)
+    outputs: tuple | None = None  # the result as the spec's flat tuple of tensors; None when it is not one
 
 
-def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False) -> Outcome:
+def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu") -> Outcome:
     """Call the user's code on one case under a tracer; never raises."""
-    tracer = Tracer(path)
+    tracer = Tracer(path, spec.forbidden)
     out = Outcome(case, tracer=tracer)
     try:
         kwargs = {}
         if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)
-            with Tracer(path) as build_tracer:
-                kwargs["module"], bad = spec.build(target, case, dtype)
+            with Tracer(path, spec.forbidden) as build_tracer:
+                kwargs["module"], bad = spec.build(target, case, dtype, device)
             tracer.forbidden_calls += build_tracer.forbidden_calls
             if bad:
                 raise RuntimeError(bad.evidence)
         with tracer, torch.set_grad_enabled(grad):
-            out.result, out.module, out.inputs = spec.call(target, case, dtype, grad=grad, **kwargs)
+            out.result, out.module, out.inputs = spec.call(target, case, dtype, device=device, grad=grad, **kwargs)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
         if isinstance(e, KeyboardInterrupt):
             raise
         out.error = e
+        return out
+    out.outputs = spec.unpack(out.result)
     return out

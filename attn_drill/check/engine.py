@@ -93,9 +93,7 @@ class Check:
             try:
                 _, bad = self.spec.build(target, case, torch.float64)
             except BaseException as e:  # noqa: BLE001
-                self.fail(load.exception_finding(e, self.path, f"while constructing {self.spec.name}"
-                                                 f"({case.config['d_model']}, {case.config['num_heads']}, "
-                                                 f"bias={case.config['bias']})"))
+                self.fail(load.exception_finding(e, self.path, f"while constructing {self.spec.constructor(case)}"))
             if bad:
                 self.fail(bad)
             return PASS, "the class, its signature and its layers are as the task says"
@@ -124,7 +122,7 @@ class Check:
         return PASS, f"{len(returned)} of {len(self.cases)} cases returned the right shapes"
 
     def values(self):
-        self.refs = [self.spec.reference(c)[0] for c in self.cases]
+        self.refs = [self.spec.unpack(self.spec.reference(c)[0]) for c in self.cases]
         first_bad = None
         for o, ref in zip(self.outcomes, self.refs):
             if o.error is not None:

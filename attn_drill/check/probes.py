@@ -12,8 +12,7 @@ from attn_drill.report import FAIL, PASS, WARN
 
 def return_type(spec, o: calls.Outcome):
     r = o.result
-    n = len(spec.outputs)
-    if isinstance(r, tuple) and len(r) == n and all(isinstance(t, torch.Tensor) for t in r):
+    if o.outputs is not None:
         return None
     if isinstance(r, torch.Tensor):
         got = f"a bare tensor of shape {tuple(r.shape)}"
@@ -78,9 +77,12 @@ def _loss_weights(outputs, seed):
 def gradients(check):
     """backward runs, and every input and parameter gets the reference's gradient."""
     spec, case = check.spec, check.cases[0]
+    if not spec.differentiable:
+        return PASS, "not applicable: the outputs are booleans"
     o = calls.run(spec, check.target, case, check.path, grad=True)
     check.guard(o)
     ref, ref_module, ref_x = spec.reference(case, grad=True)
+    ref = spec.unpack(ref)
     if o.outputs is None:
         return _grad_warning(check, f"the call with gradients on raised {load.describe(o.error)}" if o.error
                              else "the call with gradients on returned something else", o, o.error)
@@ -109,6 +111,8 @@ def _grad_warning(check, evidence, o, exc=None):
 
 def dtypes(check):
     spec, case = check.spec, check.cases[0]
+    if not spec.float_inputs:
+        return PASS, "not applicable: the inputs are integers"
     notes, warned = [], False
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         label = str(dtype).replace("torch.", "")
@@ -127,7 +131,7 @@ def dtypes(check):
         if o.outputs is None:
             check.add(return_type(spec, o))
             return FAIL, f"{label}: wrong return type"
-        ref = spec.reference(case, dtype)[0]
+        ref = spec.unpack(spec.reference(case, dtype)[0])
         for name, got, want in zip(spec.outputs, o.outputs, ref):
             if got.dtype != dtype:
                 check.add(findings.make("dtype-not-preserved", f"{name} is {str(got.dtype).replace('torch.', '')} "
@@ -148,15 +152,59 @@ def dtypes(check):
 
 
 def device(check):
-    """Tensors the user's code made on the default device, seen in the traced calls of every case so far.
+    """Run the first case on the meta device: tensors with shapes and devices but no numbers. A tensor the code
+    makes on the default device (no device=) then meets the meta inputs and raises, or an output comes back
+    elsewhere: on a GPU the same code would fail the same way. Where CUDA is present, run there too."""
+    spec, case = check.spec, check.cases[0]
+    o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
+    check.guard(o)
+    found = _device_finding(check, o, "meta")
+    if found:
+        check.add(found)
+        return WARN, found.evidence
+    note = ("every tensor your code makes follows the inputs' device (run on the meta device)" if o.error is None
+            else f"the meta device cannot run your code ({load.describe(o.error)}): not a mistake, nothing to see")
+    if torch.cuda.is_available():
+        o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="cuda")
+        check.guard(o)
+        found = _device_finding(check, o, "cuda") or _cuda_values(check, o)
+        if found:
+            check.add(found)
+            return (FAIL if found.level == "error" else WARN), found.evidence
+        note += "; it runs on CUDA and matches"
+    return PASS, note
 
-    (Running on the meta device would show the same, but its first use imports sympy: 0.4 s per check.)
-    """
-    for o in check.outcomes:
-        if o.tracer and o.tracer.off_device:
-            op, line = o.tracer.off_device[0]
-            check.add(findings.make(
-                "device-mismatch", f"torch.{op}(...) at your line {line} makes a tensor on the default device "
-                f"(no device=), and it is never moved to the inputs' device", line=line, score=1.0))
-            return WARN, f"torch.{op} at line {line} ignores the inputs' device"
-    return PASS, "every tensor your code makes follows the inputs' device"
+
+def _device_finding(check, o: calls.Outcome, dev: str):
+    """device-mismatch when the run raised about devices or returned a tensor on another device."""
+    made = o.tracer.off_device if o.tracer else []
+    said = f"; torch.{made[0][0]}(...) at your line {made[0][1]} makes a tensor with no device=" if made else ""
+    if o.error is not None:
+        msg = str(o.error)
+        if "device" not in msg.lower() and "copy out of meta" not in msg:  # the latter: a meta tensor written
+            # into one made on the CPU (on a GPU that copy silently succeeds, and the result stays on the CPU)
+            return None  # e.g. .item() on meta: the meta device cannot run it, which says nothing about devices
+        line = load.user_line(o.error, check.path)[0] or (made[0][1] if made else None)
+        return findings.make("device-mismatch", f"with inputs on the {dev} device: {load.describe(o.error)}{said}",
+                             line=line, score=1.0)
+    if o.outputs is None:
+        return None
+    for name, t in zip(check.spec.outputs, o.outputs):
+        if t.device.type != dev:
+            return findings.make("device-mismatch", f"with inputs on the {dev} device, {name} comes back on "
+                                 f"{t.device.type}{said}", line=made[0][1] if made else None, score=1.0)
+    return None
+
+
+def _cuda_values(check, o: calls.Outcome):
+    if o.error is not None:
+        return load.exception_finding(o.error, check.path, "on CUDA", score=1.0)
+    if o.outputs is None:
+        return return_type(check.spec, o)
+    ref = check.spec.unpack(check.spec.reference(o.case, torch.float32)[0])
+    for name, got, want in zip(check.spec.outputs, o.outputs, ref):
+        d = diff(got, want, TOL[torch.float32])
+        if not d.ok:
+            return findings.make("values-mismatch", f"on CUDA (float32), {name} differs: max abs error "
+                                 f"{d.max_abs:.3g} ({o.case.label})", score=0.5)
+    return None

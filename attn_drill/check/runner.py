@@ -1,10 +1,16 @@
-"""Run the worker process, watch the clock, and turn hangs and crashes into reports. No torch here."""
+"""Run the worker process, watch the clock, and turn hangs and crashes into reports. No torch here.
+
+Whatever the user's code does (loops forever, segfaults, calls os._exit, closes or scribbles on the
+worker's report channel, leaves threads or children behind), each job ends in one Report within its time
+limit: the worker runs in its own session and the whole process group is killed when we are done.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import re
 import select
 import signal
 import subprocess
@@ -16,10 +22,12 @@ from pathlib import Path
 from typing import Iterator
 
 from attn_drill import findings
+from attn_drill.check import sandbox
 from attn_drill.report import FAIL, SKIP, STAGES, Report, Stage
 
 DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported
 STARTUP_LIMIT = 120.0  # importing torch on a cold disk can be slow; this only guards against a wedged start
+EXIT_GRACE = 2.0  # seconds a worker that closed its channel gets to exit before it is killed
 
 
 @dataclass
@@ -41,50 +49,74 @@ def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEF
 def _run_worker(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
     """One worker for as many jobs as it gets through; returns how many were reported."""
     read_fd, write_fd = os.pipe()
-    spec = {"seed": seed, "jobs": [{"path": str(j.path), "exercise": j.exercise} for j in jobs]}
     log = tempfile.TemporaryFile()  # the user's prints, and a crash's last words
+    faults = tempfile.TemporaryFile()  # faulthandler's Python stack on a segfault or just before a timeout
+    spec = {"seed": seed, "timeout": timeout, "fault_fd": faults.fileno(),
+            "jobs": [{"path": str(j.path), "exercise": j.exercise} for j in jobs]}
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ left beside the user's file
     proc = subprocess.Popen(
         [sys.executable, "-m", "attn_drill.check.worker", str(write_fd), json.dumps(spec)],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        pass_fds=(write_fd,), env=env, start_new_session=True,
+        pass_fds=(write_fd, faults.fileno()), env=env, start_new_session=True,
     )
     os.close(write_fd)
     reader = _Lines(read_fd)
     reported, current, stages = 0, None, []
     deadline = time.monotonic() + STARTUP_LIMIT
     try:
-        while True:
+        while reported < len(jobs):
             line = reader.next(deadline)
             if line is _TIMEOUT:
                 _kill(proc)
                 if current is None:
-                    yield _worker_failed(jobs[0], seed, "the checker did not start in time", log)
+                    yield _worker_failed(jobs[reported], seed, "the checker did not start in time", log)
                 else:
-                    yield _timed_out(jobs[current], seed, stages, timeout)
+                    yield _timed_out(jobs[current], seed, stages, timeout, log, faults)
                 return reported + 1
-            if line is None:  # the worker is gone
-                proc.wait()
-                if current is None and reported == len(jobs):
-                    return reported
+            event = _parse(line, len(jobs))
+            if event is None:  # the worker is gone, or something else wrote into its channel
+                _stop(proc)
                 job = jobs[current if current is not None else reported]
-                yield _crashed(job, seed, stages, proc.returncode, log)
+                yield _crashed(job, seed, stages, proc.returncode, log, faults, garbled=line is not None)
                 return reported + 1
-            event = json.loads(line)
             kind = event["event"]
             if kind == "start":
                 current, stages = event["index"], []
                 deadline = time.monotonic() + timeout
             elif kind == "stage":
-                stages.append(Stage(**event["stage"]))
+                stages.append(event["stage"])
             elif kind == "report":
-                yield Report.from_wire(event["report"])
+                yield event["report"]
                 reported, current = reported + 1, None
                 deadline = time.monotonic() + STARTUP_LIMIT
+        return reported
     finally:
-        _kill(proc)
+        _kill(proc)  # a worker done with its jobs may still hold threads or children of the user's code
         reader.close()
         log.close()
+        faults.close()
+
+
+def _parse(line, n_jobs: int) -> dict | None:
+    """An event from the worker, with its stage or report rebuilt; None for EOF or anything malformed."""
+    if line is None:
+        return None
+    try:
+        event = json.loads(line)
+        kind = event["event"]
+        if kind == "start":
+            event["index"] = int(event["index"])
+            if not 0 <= event["index"] < n_jobs:
+                return None
+        elif kind == "stage":
+            event["stage"] = Stage(**event["stage"])
+        elif kind == "report":
+            event["report"] = Report.from_wire(event["report"])
+        else:
+            return None
+        return event
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 _TIMEOUT = object()
@@ -109,22 +141,32 @@ class _Lines:
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
-        return line.decode("utf-8")
+        return line.decode("utf-8", "replace")
 
     def close(self):
         os.close(self.fd)
 
 
 def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+    """Kill the worker's whole process group: threads and children of the user's code go with it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        if proc.poll() is None:
             proc.kill()
-        proc.wait()
+    proc.wait()
 
 
-def _partial(job: Job, seed: int, stages: list[Stage], failed_detail: str) -> Report:
+def _stop(proc: subprocess.Popen) -> None:
+    """The channel closed: let the worker finish dying (to learn how), then make sure of it."""
+    try:
+        proc.wait(timeout=EXIT_GRACE)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+
+
+def partial_report(job: Job, seed: int, stages: list[Stage], failed_detail: str) -> Report:
+    """The stages that finished, the next one failed with `failed_detail`, the rest skipped."""
     report = Report(job.exercise, str(job.path), seed, stages=list(stages))
     done = {s.name for s in stages}
     todo = [name for name in STAGES if name not in done]
@@ -134,30 +176,88 @@ def _partial(job: Job, seed: int, stages: list[Stage], failed_detail: str) -> Re
     return report
 
 
-def _timed_out(job: Job, seed: int, stages: list[Stage], timeout: float) -> Report:
+def _timed_out(job: Job, seed: int, stages: list[Stage], timeout: float, log, faults) -> Report:
     stage = next((n for n in STAGES if n not in {s.name for s in stages}), "device")
-    report = _partial(job, seed, stages, f"did not finish within {timeout:g} s")
+    report = partial_report(job, seed, stages, f"did not finish within {timeout:g} s")
+    line, text = _user_frame(faults, job.path)
+    at = f"\n    it was at your line {line}: {text}" if line else ""
     report.findings.append(findings.make(
-        "timeout", f"the {stage} stage was still running after {timeout:g} s", seconds=f"{timeout:g}", score=1.0))
+        "timeout", f"the {stage} stage was still running after {timeout:g} s{at}", line=line,
+        seconds=f"{timeout:g}", score=1.0))
+    report.output = sandbox.read_excerpt(log.fileno())
     return report
 
 
-def _tail(log) -> str:
-    log.seek(0)
-    text = log.read().decode("utf-8", "replace").strip().splitlines()
-    return "\n".join(text[-5:])
+# Why a process dies of a signal, in words
+SIGNAL_WORDS = {
+    "SIGSEGV": "a segmentation fault: native code (ctypes, a C extension) touched memory it does not own",
+    "SIGBUS": "a bus error: native code touched memory it does not own",
+    "SIGABRT": "aborted: os.abort(), or native code that gave up",
+    "SIGKILL": "killed outright: most often by the system running out of memory",
+    "SIGFPE": "an arithmetic fault in native code",
+    "SIGILL": "an illegal instruction in native code",
+    "SIGTERM": "terminated by a signal",
+}
 
 
-def _crashed(job: Job, seed: int, stages: list[Stage], returncode: int, log) -> Report:
-    how = f"killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
-    report = _partial(job, seed, stages, f"the process running your code {how}")
-    tail = _tail(log)
-    evidence = f"the process {how}" + (f"; its last output:\n{tail}" if tail else "")
-    report.findings.append(findings.make("crash", evidence, score=1.0))
+def how_it_ended(returncode: int | None) -> str:
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+        why = SIGNAL_WORDS.get(name)
+        return f"was killed by {name}" + (f" ({why})" if why else "")
+    return (f"exited with status {returncode} in the middle of the check "
+            "(os._exit(), or something else that ends the whole process)")
+
+
+def _crashed(job: Job, seed: int, stages: list[Stage], returncode: int | None, log, faults,
+             garbled: bool = False) -> Report:
+    how = how_it_ended(returncode)
+    if garbled:
+        how = f"wrote something that is not the checker's into its report channel, and {how}"
+    report = partial_report(job, seed, stages, f"the process running your code {how}")
+    line, text = _user_frame(faults, job.path)
+    at = f"\n    at your line {line}: {text}" if line else ""
+    report.findings.append(findings.make("crash", f"the process running your code {how}{at}", line=line, score=1.0))
+    report.output = sandbox.read_excerpt(log.fileno())
     return report
 
 
 def _worker_failed(job: Job, seed: int, why: str, log) -> Report:
-    report = _partial(job, seed, [], why)
-    report.findings.append(findings.make("crash", f"{why}\n{_tail(log)}", score=1.0))
+    report = partial_report(job, seed, [], why)
+    report.findings.append(findings.make("crash", why, score=1.0))
+    report.output = sandbox.read_excerpt(log.fileno())
     return report
+
+
+_FRAME = re.compile(r'File "(.*)", line (\d+)')
+
+
+def _user_frame(faults, path: Path) -> tuple[int | None, str]:
+    """The innermost line of the user's file in faulthandler's dump (most recent call first)."""
+    try:
+        text = os.pread(faults.fileno(), 1 << 20, 0).decode("utf-8", "replace")
+    except OSError:
+        return None, ""
+    target = str(Path(path).resolve())
+    for m in _FRAME.finditer(text):
+        if m.group(1) == target or m.group(1) == str(path):
+            line = int(m.group(2))
+            return line, _source_line(path, line)
+    return None, ""
+
+
+def _source_line(path: Path, line: int) -> str:
+    """The text of a line, to show it (never to diagnose from)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, text in enumerate(f, 1):
+                if n == line:
+                    return sandbox.excerpt(text.strip())
+    except OSError:
+        pass
+    return ""

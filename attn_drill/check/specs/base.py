@@ -11,6 +11,7 @@ from functools import lru_cache
 import torch
 
 from attn_drill import findings
+from attn_drill.check.trace import FORBIDDEN
 from attn_drill.check.variants import Knobs
 from attn_drill.report import Finding
 
@@ -64,15 +65,38 @@ def check_signature(obj, name: str, args: tuple, kwargs: dict, expected: str) ->
 
 
 class Spec:
-    """Base for an exercise spec. Outputs are always a tuple of tensors named by `outputs`."""
+    """Base for an exercise spec.
+
+    The user's result is flattened by `unpack` into a tuple of tensors named by `outputs` (a bare tensor for a
+    one-output exercise, (out, weights) for attention, (out, k, v) for a cache...); the reference's result too.
+    """
 
     id: str
     file: str
+    name: str  # the name the file must define (the first one, when there are several)
     outputs: tuple[str, ...]
     axes: dict[str, tuple[str, ...]]  # output name -> axis names, for locating a mismatch
+    forbidden: dict = FORBIDDEN  # substrings of torch function names that do the exercise -> how to say them
+    differentiable = True  # the gradients stage applies (not to boolean masks)
+    float_inputs = True  # the dtypes stage applies: the inputs come in any float dtype
 
     def resolve(self, module) -> tuple[object | None, Finding | None]:
         raise NotImplementedError
+
+    def unpack(self, result) -> tuple | None:
+        """The result as a flat tuple of tensors, one per `outputs`; None when it has another form."""
+        n = len(self.outputs)
+        if n == 1 and isinstance(result, torch.Tensor):
+            return (result,)
+        if n > 1 and isinstance(result, tuple) and len(result) == n and all(
+                isinstance(t, torch.Tensor) for t in result):
+            return tuple(result)
+        return None
+
+    def constructor(self, case: Case) -> str:
+        """How the checker builds the module for a case, as the user would write it."""
+        args = ", ".join(f"{k}={v!r}" for k, v in case.config.items())
+        return f"{self.name}({args})"
 
     def cases(self, gen: torch.Generator) -> list[Case]:
         raise NotImplementedError
@@ -101,4 +125,11 @@ class Spec:
         return {"1 (no scale)": 1.0, f"1/{d} = 1/d": 1.0 / d, f"sqrt({d}) = sqrt(d), multiplied": d ** 0.5}
 
     def expected_return(self) -> str:
-        return "a tuple (out, weights) of two tensors"
+        return "a tuple (out, weights) of two tensors" if len(self.outputs) == 2 else "a tensor"
+
+    def expected_shapes(self, case: Case) -> dict[str, tuple]:
+        raise NotImplementedError
+
+    def grad_inputs(self, x: dict, module) -> dict[str, torch.Tensor]:
+        """The leaves whose gradients are compared with the reference's: inputs, then parameters."""
+        raise NotImplementedError

@@ -164,6 +164,11 @@ class MHASpec(Spec):
         names[f"1/{D} = 1/d_model"] = 1.0 / D
         return names
 
+    def locate(self, check) -> str:
+        """Where the user's module first departs from the reference (hooks on its projections)."""
+        from attn_drill.check.hooks import locate
+        return locate(check)
+
     def grad_inputs(self, x, module):
         grads = {n: x[n] for n in ("query", "key", "value")}
         for name in PROJECTIONS:

@@ -1,96 +1,20 @@
-"""Name the mistake: one small function per diagnosis, all registered here.
-
-Each diagnosis looks at what the user's code did on the check's cases (outputs, exceptions, traced calls)
-and returns findings with evidence. Variants of the reference (variants.py) that reproduce the user's
-outputs are the main evidence; probes (the effective scale, hooks on the projections) add to it.
-"""
+"""Attention mistakes (sdpa, mha and the modules built like them): scale, softmax axis, masks, heads."""
 
 from __future__ import annotations
-
-from typing import Callable
 
 import torch
 
 from attn_drill import findings
-from attn_drill.check import load, pictures
+from attn_drill.check import load
 from attn_drill.check.compare import closeness
+from attn_drill.check.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of,
+                                        variant_finding)
 from attn_drill.check.variants import Knobs
-from attn_drill.report import Finding
-
-REGISTRY: list[tuple[str, tuple[str, ...], Callable]] = []
 
 
-def diagnosis(slug: str, exercises: tuple[str, ...]):
-    def register(fn):
-        REGISTRY.append((slug, exercises, fn))
-        return fn
-    return register
-
-
-def diagnose(check) -> list[Finding]:
-    """Every diagnosis that applies to this exercise, run on a failed values stage."""
-    out = []
-    for slug, exercises, fn in REGISTRY:
-        if check.spec.id in exercises:
-            found = fn(check)
-            if found:
-                out.append(found)
-    if not any(f.level == "error" and f.score >= 0.5 for f in out):
-        out.append(values_mismatch(check))
-    return out
-
-
-# --- variants: a known mistake that reproduces the user's outputs -----------------------------
-
-MATCH = 1e-4  # relative L2 distance under which two outputs are the same computation
-
-
-def match(check, knobs: Knobs) -> tuple[int, int, float, object]:
-    """(cases matched, cases that tell it from the reference, worst distance, first telling case)."""
-    matched, telling, worst, example = 0, 0, 0.0, None
-    for o, ref in zip(check.outcomes, check.refs):
-        try:
-            var = check.spec.variant(o.case, knobs)
-        except RuntimeError:
-            var = None  # the mistake raises on this case (a broadcast that cannot happen)
-        differs = var is None or any(closeness(a, b) > MATCH for a, b in zip(var, ref))
-        if var is None or o.outputs is None:
-            same = var is None and o.outputs is None
-            dist = 0.0 if same else float("inf")
-        else:
-            dist = max(closeness(a, b) for a, b in zip(o.outputs, var))
-            same = dist <= MATCH
-        telling += differs
-        if same:
-            matched += 1
-            if differs and (example is None or example.outputs is None and o.outputs is not None):
-                example = o  # prefer a case that ran: it can be pictured
-        worst = max(worst, dist)
-    return matched, telling, worst, example
-
-
-def variant_finding(check, slug: str, knobs: Knobs, how: str, line: int | None = None, **params) -> Finding | None:
-    n = len(check.outcomes)
-    matched, telling, worst, example = match(check, knobs)
-    if telling == 0 or matched < n - 1 or example is None:  # all cases, or all but one (a second mistake)
-        return None
-    exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
-    evidence = f"{how}: that reproduces your outputs {exact} on {matched} of {n} cases, e.g. {example.case.label}"
-    picture = pictures.for_slug(check, slug, knobs, example)
-    return findings.make(slug, evidence, line=line, score=matched / n - min(worst, 0.01), picture=picture, **params)
-
-
-def line_of(o, names: set[str], last: bool = False) -> int | None:
-    return o.tracer.first_line(names, last=last) if o and o.tracer else None
-
-
-def first_outcome(check):
-    return next((o for o in check.outcomes if o.error is None), check.outcomes[0])
-
-
-SCORES = {"matmul", "__matmul__", "einsum", "bmm", "baddbmm"}
-MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "__iadd__", "add"}
-RESHAPES = {"view", "reshape", "flatten", "permute", "transpose"}
+def hooks_summary(check) -> str:
+    from attn_drill.check.hooks import locate
+    return locate(check)
 
 
 @diagnosis("softmax-wrong-dim", ("sdpa", "mha"))
@@ -236,42 +160,3 @@ def scale(check):
     return findings.make("wrong-scale", f"your effective scale is {s:.4f}{said}, {expected}", line=line, score=1.0)
 
 
-# --- the rest: NaN, exceptions, and what no known mistake explains ------------------------------
-
-@diagnosis("nan-output", ("sdpa", "mha"))
-def nan_output(check):
-    for o, ref in zip(check.outcomes, check.refs):
-        if o.outputs is None:
-            continue
-        for name, got, want in zip(check.spec.outputs, o.outputs, ref):
-            if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
-                bad = int((~torch.isfinite(got)).sum())
-                return findings.make("nan-output", f"{name} has {bad} NaN/inf values of {got.numel()} ({o.case.label})",
-                                     score=0.9)
-    return None
-
-
-@diagnosis("exception", ("sdpa", "mha"))
-def raised(check):
-    failed = [o for o in check.outcomes if o.error is not None]
-    if not failed:
-        return None
-    o = failed[0]
-    ran = len(check.outcomes) - len(failed)
-    when = f"on {len(failed)} of {len(check.outcomes)} cases, e.g. {o.case.label}" + (
-        f"; the other {ran} ran" if ran else "")
-    return load.exception_finding(o.error, check.path, when, score=0.6)
-
-
-def values_mismatch(check) -> Finding:
-    o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
-              and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
-    extra = ""
-    if check.spec.id == "mha":
-        extra = "; " + hooks_summary(check)
-    return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
-
-
-def hooks_summary(check) -> str:
-    from attn_drill.check.hooks import locate
-    return locate(check)

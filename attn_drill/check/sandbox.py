@@ -1,0 +1,165 @@
+"""Limits for the process that runs a user's code, and what that code printed. No torch here.
+
+The worker calls `confine()` once, after importing torch and before any user code runs (a worker forked
+from a warm, pre-imported process must call it too), then `begin_job()` / `job_output()` around each file:
+
+- stdin reads /dev/null: `input()` raises EOFError at once instead of waiting for a keyboard;
+- a memory cap (RLIMIT_DATA, MEMORY_CAP_GIB on top of what torch itself holds): a huge allocation fails
+  with MemoryError, or torch's "can't allocate memory", instead of swapping or waking the OOM killer;
+- a file-size cap (RLIMIT_FSIZE, with SIGXFSZ ignored): an endless print stops with OSError at OUTPUT_CAP
+  instead of filling the disk;
+- stdout and stderr (fds 1 and 2) share one regular file, also held on a spare descriptor, so that a file
+  which closes or redirects fd 1 cannot hide the next file's output; each job truncates it first;
+- faulthandler writes a segfault's Python stack to the runner's fault file, where it finds the user's line.
+
+Where a limit is not available (another OS, a lower hard limit) the check goes on without it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+MEMORY_CAP_GIB = 4
+OUTPUT_CAP = 64 << 20  # bytes a file's prints may take
+HEAD_LINES, TAIL_LINES, LINE_WIDTH = 10, 10, 240  # what a report shows of them
+_READ = 64 << 10  # bytes read from each end of a long output
+
+_spare = None  # a descriptor of the output file that user code does not know about
+_faults = None  # the fault file, kept open for faulthandler
+
+
+def confine(fault_fd: int | None = None) -> None:
+    global _spare, _faults
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    _cap_memory()
+    _set_limit("RLIMIT_FSIZE", OUTPUT_CAP)
+    import signal
+
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the cap raises OSError, nothing dies
+    if not _is_file(1):  # a worker started another way: give it a file to print into
+        import tempfile
+
+        tmp = tempfile.TemporaryFile()
+        os.dup2(tmp.fileno(), 1)
+        tmp.close()
+    os.dup2(1, 2)
+    import fcntl
+
+    _spare = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 200)
+    if fault_fd is not None:
+        import faulthandler
+
+        _faults = os.fdopen(fault_fd, "w")
+        faulthandler.enable(file=_faults, all_threads=False)
+
+
+def memory_cap_bytes() -> int:
+    return MEMORY_CAP_GIB << 30
+
+
+def _cap_memory() -> None:
+    used = 0
+    try:
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmData:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
+    _set_limit("RLIMIT_DATA", used + memory_cap_bytes())
+
+
+def _set_limit(name: str, value: int) -> None:
+    try:
+        import resource
+
+        which = getattr(resource, name)
+        _, hard = resource.getrlimit(which)
+        resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass
+
+
+def _is_file(fd: int) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def begin_job(timeout: float | None = None) -> None:
+    """Fresh fds 0-2 and streams for the next file, an empty output file (whatever the last file did), and,
+    shortly before the runner's deadline, the Python stack dumped to the fault file: where the time went."""
+    _flush()
+    if _faults is not None:
+        import faulthandler
+
+        os.ftruncate(_faults.fileno(), 0)
+        os.lseek(_faults.fileno(), 0, os.SEEK_SET)
+        if timeout:
+            faulthandler.dump_traceback_later(max(timeout - 0.5, timeout * 0.8), file=_faults)
+    if _spare is None:
+        return
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(_spare, 1)
+    os.dup2(_spare, 2)
+    os.ftruncate(_spare, 0)
+    os.lseek(_spare, 0, os.SEEK_SET)
+    # line-buffered, so that the lines before a timeout or a crash are in the file when the runner reads it
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+
+
+def job_output() -> str:
+    """What the current file printed, its first and last lines."""
+    if _faults is not None:
+        import faulthandler
+
+        faulthandler.cancel_dump_traceback_later()
+    _flush()
+    return read_excerpt(_spare) if _spare is not None else ""
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - a stream the user's code closed or replaced
+            pass
+
+
+def read_excerpt(fd: int) -> str:
+    """The first and last lines of the file behind fd, read without moving its offset."""
+    try:
+        size = os.fstat(fd).st_size
+        if size <= 2 * _READ:
+            return excerpt(os.pread(fd, size, 0).decode("utf-8", "replace"))
+        head = os.pread(fd, _READ, 0).decode("utf-8", "replace").splitlines()[:HEAD_LINES]
+        tail = os.pread(fd, _READ, size - _READ).decode("utf-8", "replace").splitlines()[1:][-TAIL_LINES:]
+    except OSError:
+        return ""
+    gap = f"... ({(size - 2 * _READ) >> 10} KiB or more left out) ..."
+    return "\n".join([*map(_clean, head), gap, *map(_clean, tail)])
+
+
+def excerpt(text: str) -> str:
+    lines = text.rstrip().splitlines()
+    if len(lines) > HEAD_LINES + TAIL_LINES:
+        gap = f"... ({len(lines) - HEAD_LINES - TAIL_LINES} lines left out) ..."
+        lines = [*lines[:HEAD_LINES], gap, *lines[-TAIL_LINES:]]
+    return "\n".join(_clean(line) for line in lines)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # escapes that would drive the user's terminal
+
+
+def _clean(line: str) -> str:
+    line = _CONTROL.sub("?", line.replace("\t", "    "))
+    return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH] + f"... ({len(line) - LINE_WIDTH} more characters)"

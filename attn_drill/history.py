@@ -1,0 +1,261 @@
+"""The practice history: every check and every mock, in SQLite under paths.home(). No torch, no rich.
+
+Why SQLite and not the JSON state: two terminals may check at once (a watch in one, `check` in another),
+and the history only grows. WAL mode lets readers and one writer work side by side, `busy_timeout` makes
+a second writer wait instead of failing, and every write is one short transaction.
+
+The schema changes only through the named migrations in MIGRATIONS, applied in order, each recorded in
+the `migrations` table in the same transaction as its change. A database that SQLite reports as corrupt
+(or that is not a database at all) is moved aside to a timestamped name, with a warning on stderr, and a
+new one is made: the old file is kept for the curious, never deleted.
+
+Recording never breaks a check: callers use `record_check`/`record_mock`, which warn and carry on when the
+disk is full or the database stays locked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from attn_drill import paths
+
+FILENAME = "history.sqlite3"
+BUSY_MS = 10_000  # a writer waits this long for another; each write holds the lock for milliseconds
+CORRUPT = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the only errors that mean "set the file aside"
+
+# (name, SQL). Append only: a released migration is never edited or reordered.
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001-checks", """
+        CREATE TABLE checks (
+            id INTEGER PRIMARY KEY,
+            exercise TEXT NOT NULL,
+            at REAL NOT NULL,                   -- unix time of the check
+            passed INTEGER NOT NULL,
+            slugs TEXT NOT NULL DEFAULT '[]',   -- JSON list of the error slugs, likeliest first
+            duration REAL                       -- seconds the check itself took
+        );
+        CREATE INDEX checks_by_exercise ON checks (exercise, at);
+    """),
+    ("0002-check-context", """
+        ALTER TABLE checks ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE checks ADD COLUMN source TEXT NOT NULL DEFAULT 'check';  -- check, watch or mock
+        ALTER TABLE checks ADD COLUMN attempt TEXT;        -- the practice file's start stamp, or mock:<id>
+        ALTER TABLE checks ADD COLUMN solve_seconds REAL;  -- on a pass: seconds since the attempt began
+        ALTER TABLE checks ADD COLUMN seed INTEGER;
+        ALTER TABLE checks ADD COLUMN file TEXT;
+    """),
+    ("0003-mocks", """
+        CREATE TABLE mocks (
+            id TEXT PRIMARY KEY,
+            exercise TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            ended_at REAL NOT NULL,
+            strict INTEGER NOT NULL,
+            passed INTEGER NOT NULL,
+            seconds_used REAL NOT NULL,
+            target_seconds REAL NOT NULL,
+            score INTEGER NOT NULL,
+            scorecard TEXT NOT NULL             -- the whole scorecard, JSON
+        );
+        CREATE INDEX mocks_by_time ON mocks (ended_at);
+    """),
+]
+
+
+def db_file() -> Path:
+    return paths.home() / FILENAME
+
+
+def _warn(message: str) -> None:
+    print(f"attn-drill: {message}", file=sys.stderr)
+
+
+def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in CORRUPT
+    return "not a database" in str(e) or "malformed" in str(e)  # Python < 3.11 has no error codes
+
+
+def _set_aside(path: Path) -> Path:
+    """Move a corrupt database (and its WAL files) to history.sqlite3.corrupt-<stamp>; never overwrite."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target, n = path.with_name(f"{path.name}.corrupt-{stamp}"), 1
+    while target.exists():
+        target, n = path.with_name(f"{path.name}.corrupt-{stamp}-{n}"), n + 1
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):  # stale journal files would be replayed into the new database
+        extra = path.with_name(path.name + suffix)
+        if extra.exists():
+            os.replace(extra, target.with_name(target.name + suffix))
+    return target
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)  # we BEGIN ourselves
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
+        migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply the migrations this database lacks, in order; returns the names applied now.
+
+    BEGIN IMMEDIATE takes the write lock before reading what is applied, so two processes opening a new
+    database at once apply each migration exactly once."""
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done_now = []
+    for name, sql in MIGRATIONS:
+        with transaction(conn):
+            if conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchone():
+                continue
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+            done_now.append(name)
+    return done_now
+
+
+def _statements(sql: str) -> list[str]:
+    # executescript would COMMIT our transaction first; our migrations have no ';' inside a statement
+    lines = [line.split("--", 1)[0] for line in sql.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+@contextmanager
+def connect() -> Iterator[sqlite3.Connection]:
+    """An open, migrated connection; a corrupt database is set aside (with a warning) and made anew."""
+    path = db_file()
+    try:
+        conn = _open(path)
+    except sqlite3.DatabaseError as e:
+        if not _is_corrupt(e):
+            raise
+        moved = _set_aside(path)
+        _warn(f"the practice history was unreadable ({e}); moved it to {moved} and started a new one.")
+        conn = _open(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _write(what: str, sql: str, values: tuple) -> bool:
+    """One INSERT; on a corrupt file set it aside and retry once. False (and a warning) if it failed."""
+    for attempt in (1, 2):
+        try:
+            with connect() as conn, transaction(conn):
+                conn.execute(sql, values)
+            return True
+        except sqlite3.DatabaseError as e:
+            if attempt == 1 and _is_corrupt(e) and db_file().exists():
+                moved = _set_aside(db_file())
+                _warn(f"the practice history was damaged ({e}); moved it to {moved} and started a new one.")
+                continue
+            _warn(f"could not record the {what} in the practice history: {e}")
+        except OSError as e:
+            _warn(f"could not record the {what} in the practice history: {e}")
+        return False
+    return False
+
+
+def record_check(exercise: str, *, passed: bool, slugs: list[str], warnings: list[str] = (),
+                 duration: float | None = None, source: str = "check", attempt: str | None = None,
+                 solve_seconds: float | None = None, seed: int | None = None, file: str | None = None,
+                 at: float | None = None) -> bool:
+    return _write("check", """
+        INSERT INTO checks (exercise, at, passed, slugs, duration, warnings, source, attempt, solve_seconds,
+                            seed, file)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (exercise, time.time() if at is None else at, int(passed), json.dumps(list(slugs)), duration,
+         json.dumps(list(warnings)), source, attempt, solve_seconds, seed, file))
+
+
+def record_report(rep, *, source: str, attempt: str | None, solve_seconds: float | None) -> bool:
+    """Record a check's Report (attn_drill.report.Report)."""
+    rep.sort_findings()
+    return record_check(rep.exercise, passed=rep.passed, slugs=[f.slug for f in rep.errors],
+                        warnings=[f.slug for f in rep.findings if f.level != "error"],
+                        duration=round(rep.seconds, 3), source=source, attempt=attempt,
+                        solve_seconds=None if solve_seconds is None else round(solve_seconds, 1),
+                        seed=rep.seed, file=rep.file)
+
+
+def record_mock(card: dict) -> bool:
+    return _write("mock", """
+        INSERT OR REPLACE INTO mocks (id, exercise, started_at, ended_at, strict, passed, seconds_used,
+                                      target_seconds, score, scorecard)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (card["id"], card["exercise"], card["started_at"], card["ended_at"], int(card["strict"]),
+         int(card["passed"]), card["seconds_used"], card["target_seconds"], card["score"], json.dumps(card)))
+
+
+# -- reading -------------------------------------------------------------------------------------
+def checks(exercise: str | None = None) -> list[dict]:
+    """Every recorded check, oldest first (slugs and warnings as lists)."""
+    if not db_file().exists():
+        return []  # nothing recorded yet: do not create a file just to read it
+    where, args = ("WHERE exercise = ?", (exercise,)) if exercise else ("", ())
+    with connect() as conn:
+        conn.row_factory = sqlite3.Row
+        rows = conn.execute(f"SELECT * FROM checks {where} ORDER BY at, id", args).fetchall()
+    out = []
+    for r in rows:
+        d = dict(r)
+        d["passed"] = bool(d["passed"])
+        d["slugs"], d["warnings"] = _list(d["slugs"]), _list(d["warnings"])
+        out.append(d)
+    return out
+
+
+def mocks(limit: int | None = None) -> list[dict]:
+    """The scorecards of finished mocks, oldest first (the last `limit` of them)."""
+    if not db_file().exists():
+        return []
+    with connect() as conn:
+        rows = conn.execute("SELECT scorecard FROM mocks ORDER BY ended_at DESC, rowid DESC"
+                            + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+    cards = []
+    for (text,) in reversed(rows):
+        try:
+            cards.append(json.loads(text))
+        except ValueError:
+            continue
+    return cards
+
+
+def _list(text: str | None) -> list[str]:
+    try:
+        value = json.loads(text or "[]")
+    except ValueError:
+        return []
+    return [s for s in value if isinstance(s, str)] if isinstance(value, list) else []

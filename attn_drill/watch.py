@@ -1,0 +1,104 @@
+"""Re-check a file each time it is saved. No torch, no rich: the CLI renders.
+
+Editors save in different ways: writing in place, or writing a new file and renaming it over the old
+one (vim, VS Code's atomic save, many formatters), sometimes with a moment where the name points at
+nothing. So we look at the folder's entry for the name, not at an open file: every POLL seconds we stat
+the path and compare (inode, size, mtime). A save is acted on once the entry has stayed the same for
+DEBOUNCE seconds, so a save in several writes gives one check, of the finished file. Only this one file
+is watched: saving another exercise's file in the same folder does nothing.
+
+Checks go through a warm pool (check/warm.py): each one runs in a freshly forked process, so feedback
+comes in a fraction of a second without ever reusing the user's code's state.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+from attn_drill.check import runner
+from attn_drill.check.warm import WarmPool
+from attn_drill.report import Report
+
+POLL = 0.05  # seconds between looks at the folder
+DEBOUNCE = 0.05  # the entry must stay unchanged this long before we check
+
+
+def signature(path: Path) -> tuple | None:
+    """What identifies one saved version of the file: None when the name points at no regular file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not os.path.isfile(path):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class Watcher:
+    """Says when the file at `path` has a new version that has settled. The clock is injectable."""
+
+    def __init__(self, path: Path, *, debounce: float = DEBOUNCE, clock: Callable[[], float] = time.monotonic):
+        self.path, self.debounce, self.clock = Path(path), debounce, clock
+        self.checked: tuple | None = None  # the version last handed out
+        self._seen = signature(self.path)
+        self._since = clock()
+
+    def poll(self) -> tuple | None:
+        """The new settled version's signature (and it counts as handed out), or None."""
+        sig, now = signature(self.path), self.clock()
+        if sig != self._seen:
+            self._seen, self._since = sig, now
+            return None
+        if sig is None or sig == self.checked or now - self._since < self.debounce:
+            return None
+        self.checked = sig
+        return sig
+
+    @property
+    def missing(self) -> bool:
+        return self._seen is None
+
+    def changes(self, *, poll: float = POLL, on_missing: Callable[[], None] = lambda: None,
+                first: bool = True) -> Iterator[tuple]:
+        """Yield once per settled save, forever (the caller stops on Ctrl-C). With `first`, the file as
+        it is now counts as a save. `on_missing` is called once each time the file disappears."""
+        if not first:
+            self.checked = self._seen
+        else:
+            self._since -= self.debounce  # the file as it stands has settled already
+        told = False
+        while True:
+            sig = self.poll()
+            if sig is not None:
+                told = False
+                yield sig
+                continue
+            if self.missing and not told:
+                on_missing()
+                told = True
+            time.sleep(poll)
+
+
+class Checker:
+    """Checks one exercise's file, again and again, through one warm pool."""
+
+    def __init__(self, exercise_id: str, *, seed: int | None = None, timeout: float = runner.DEFAULT_TIMEOUT):
+        self.exercise_id, self.seed, self.timeout = exercise_id, seed, timeout
+        self.pool = WarmPool([exercise_id])
+
+    def __enter__(self) -> "Checker":
+        self.pool.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.close()
+
+    def check(self, path: Path) -> Report:
+        seed = self.seed if self.seed is not None else random.randrange(10_000)
+        reports = list(runner.run_checks([runner.Job(Path(path), self.exercise_id)], seed=seed,
+                                         timeout=self.timeout, spawn=self.pool.spawn))
+        return reports[0]
