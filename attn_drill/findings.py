@@ -34,7 +34,8 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     "softmax-unstable": (
         ERROR,
         "Softmax is not numerically stable",
-        "exp() overflows for large inputs; subtracting each row's own max keeps every exponent <= 0.",
+        "exp() overflows for large inputs, and one max for the whole tensor underflows the slices far below it "
+        "to 0/0; subtracting each slice's own max keeps every exponent <= 0 and the largest at exactly 0.",
         "Subtract the per-row max first: x - x.amax(dim, keepdim=True), then exp and normalise.",
     ),
     "mask-inverted": (
@@ -42,7 +43,8 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "The mask is inverted",
         "Here True means 'may attend' (as in a boolean attn_mask of F.scaled_dot_product_attention); "
         "nn.MultiheadAttention's masks use the opposite, True = 'ignore'.",
-        "Hide the keys where the mask is False: scores.masked_fill(~mask, float('-inf')).",
+        "True must mean 'may attend': build masks from keep-conditions (j <= i, j < length); apply one by hiding "
+        "where it is False: scores.masked_fill(~mask, float('-inf')).",
     ),
     "mask-ignored": (
         ERROR,
@@ -80,7 +82,7 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         ERROR,
         "Padding keeps one key too many or too few",
         "Sequence b has keys 0 .. lengths[b]-1; key lengths[b] is the first padded one.",
-        "Use torch.arange(t) < lengths[:, None] (strictly less).",
+        "Use torch.arange(t, device=lengths.device) < lengths[:, None] (strictly less).",
     ),
     "padding-on-queries": (
         ERROR,
@@ -158,8 +160,10 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     "full-scores-materialized": (
         ERROR,
         "A full (Tq, Tk) score matrix is created",
-        "A flash-style kernel keeps only one block of scores at a time; memory is linear in T.",
-        "Loop over key blocks and keep running max, sum and output per query row.",
+        "Flash attention keeps one (Tq, block_size) block of scores at a time, so its memory grows linearly with T; "
+        "a (Tq, Tk) tensor (scores, probabilities or a mask) grows quadratically: 16 GiB in float32 at T = 65536.",
+        "Loop over key blocks of block_size; keep a running max, sum and output per query row; build each block's "
+        "causal mask from its indices, never the whole (Tq, Tk) one.",
     ),
     "forbidden-builtin": (
         ERROR,
@@ -169,9 +173,11 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     ),
     "torch-modified": (
         ERROR,
-        "Your code changed torch itself",
-        "Replacing functions inside torch makes every comparison meaningless, so the check stops here.",
-        "Do not assign to attributes of torch, torch.nn.functional or torch.Tensor.",
+        "Your code changed torch (or the checker) itself",
+        "Replacing functions or global settings that the comparison relies on makes every verdict meaningless, "
+        "so the check stops here (and puts them back).",
+        "Do not assign to attributes of torch, torch.nn.functional, torch.Tensor, builtins or attn_drill, and leave "
+        "torch's global settings (default dtype, grad mode, modes, global hooks) as they are.",
     ),
     "wrong-output-shape": (
         ERROR,
@@ -201,7 +207,7 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         ERROR,
         "The file does not parse",
         "Python could not read the file, so nothing in it could run.",
-        "Fix the syntax at the line and column shown.",
+        "Fix the syntax at the line and column shown (a file that is not UTF-8: re-save it as UTF-8, as shown).",
     ),
     "missing-name": (
         ERROR,
@@ -231,7 +237,8 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         ERROR,
         "The process running your code died",
         "A crash (segfault, os._exit, out of memory) ends the check before it can report.",
-        "Look for os._exit / sys.exit at import, huge allocations, or native code.",
+        "Look at the line shown, if any, and for os._exit, os.kill or abort, huge allocations, or native code "
+        "(ctypes).",
     ),
     "internal-error": (
         ERROR,

@@ -74,7 +74,8 @@ class Report:
     @classmethod
     def from_wire(cls, d: dict) -> "Report":
         """Rebuild a report from the worker's JSON (which keeps score and picture)."""
-        r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0), output=str(d.get("output", "")))
+        r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0),
+                output=str(d.get("output", "")))
         r.stages = [Stage(**s) for s in d.get("stages", [])]
         r.findings = [Finding(**f) for f in d.get("findings", [])]
         r.sort_findings()

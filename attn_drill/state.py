@@ -157,11 +157,21 @@ def load() -> State:
             raise ValueError("not a JSON object")
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         try:
-            _set_aside(path)
+            aside = _set_aside(path)
         except OSError:
-            pass
+            aside = None
+        _warn(path, aside)
         return State()
     return State(data)
+
+
+def _warn(path: Path, aside: Path | None) -> None:
+    """Say so on stderr (never stdout: --json output stays clean); the user's exercise files are not touched."""
+    import sys
+
+    kept = f"moved to {aside}" if aside else "left where it is"
+    sys.stderr.write(f"warning: your progress file {path} could not be read; it was {kept} and a fresh one "
+                     f"started. Your exercise files are untouched.\n")
 
 
 def save(state: State) -> None:

@@ -11,6 +11,8 @@ def for_slug(check, slug: str, knobs, example) -> dict | None:
     """A picture for mask and softmax findings, from the case that shows the mistake."""
     if slug not in MASK_SLUGS or example is None or example.outputs is None:
         return None
+    if tuple(check.spec.outputs[1:2]) != ("weights",):  # only attention that returns its weights has a picture
+        return None
     ref = check.refs[check.outcomes.index(example)]
     return heatmap(example.outputs[1], ref[1], example.case.label)
 

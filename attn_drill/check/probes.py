@@ -15,13 +15,15 @@ def return_type(spec, o: calls.Outcome):
     if o.outputs is not None:
         return None
     if isinstance(r, torch.Tensor):
-        got = f"a bare tensor of shape {tuple(r.shape)}"
+        kind = "a bare tensor" if len(spec.outputs) > 1 else "a tensor"
+        got = f"{kind} of shape {tuple(r.shape)} and dtype {str(r.dtype).replace('torch.', '')}"
     elif isinstance(r, (tuple, list)):
         got = f"a {type(r).__name__} of {len(r)}: " + ", ".join(type(t).__name__ for t in r)
     else:
         got = "None" if r is None else f"a {type(r).__module__}.{type(r).__name__}"
+    name = o.case.config.get("fn", spec.name)  # masks: one file, three functions
     return findings.make("wrong-return-type", f"returned {got} ({o.case.label})", score=1.5,
-                         name=spec.name, expected=spec.expected_return())
+                         name=name, expected=spec.expected_return())
 
 
 def empty_row(check):
@@ -175,14 +177,20 @@ def device(check):
     return PASS, note
 
 
+READS = {"tolist", "item", "numpy", "__int__", "__float__", "__bool__", "__index__", "__len__", "__iter__"}
+
+
 def _device_finding(check, o: calls.Outcome, dev: str):
     """device-mismatch when the run raised about devices or returned a tensor on another device."""
     made = o.tracer.off_device if o.tracer else []
     said = f"; torch.{made[0][0]}(...) at your line {made[0][1]} makes a tensor with no device=" if made else ""
     if o.error is not None:
         msg = str(o.error)
-        if "device" not in msg.lower() and "copy out of meta" not in msg:  # the latter: a meta tensor written
-            # into one made on the CPU (on a GPU that copy silently succeeds, and the result stays on the CPU)
+        # "copy out of meta": a meta tensor written into one made on the CPU (on a GPU that copy succeeds and
+        # the result stays on the CPU) -- unless the code only read values out (.tolist(), .item()), fine on a GPU
+        last = o.tracer.calls[-1][0] if o.tracer and o.tracer.calls else ""
+        copied = "copy out of meta" in msg and last not in READS
+        if "device" not in msg.lower() and not copied:
             return None  # e.g. .item() on meta: the meta device cannot run it, which says nothing about devices
         line = load.user_line(o.error, check.path)[0] or (made[0][1] if made else None)
         return findings.make("device-mismatch", f"with inputs on the {dev} device: {load.describe(o.error)}{said}",
@@ -193,6 +201,11 @@ def _device_finding(check, o: calls.Outcome, dev: str):
         if t.device.type != dev:
             return findings.make("device-mismatch", f"with inputs on the {dev} device, {name} comes back on "
                                  f"{t.device.type}{said}", line=made[0][1] if made else None, score=1.0)
+    if made:  # matmul, einsum and indexing accept a CPU operand on meta; on a GPU most of them raise
+        op, line = made[0]
+        return findings.make("device-mismatch", f"with inputs on the {dev} device, torch.{op}(...) at your line "
+                             f"{line} still makes its tensor on the CPU (no device=), and it is never moved",
+                             line=line, score=1.0)
     return None
 
 

@@ -27,6 +27,7 @@ from attn_drill.report import FAIL, SKIP, STAGES, Report, Stage
 
 DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported
 STARTUP_LIMIT = 120.0  # importing torch on a cold disk can be slow; this only guards against a wedged start
+CHANNEL_LOST = 70  # the worker's exit status when its report channel was taken away (worker.CHANNEL_LOST)
 EXIT_GRACE = 2.0  # seconds a worker that closed its channel gets to exit before it is killed
 
 
@@ -36,29 +37,37 @@ class Job:
     exercise: str
 
 
-def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Report]:
-    """Check each job's file; yield one Report per job, in order."""
+def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
+               spawn=None) -> Iterator[Report]:
+    """Check each job's file; yield one Report per job, in order. `spawn` starts the worker: by default
+    `spawn_worker`, a new process; check/warm.py's WarmPool.spawn forks one from a warm process."""
     if seed is None:
         seed = random.randrange(10_000)
     pending = list(jobs)
     while pending:
-        done = yield from _run_worker(pending, seed, timeout)
+        done = yield from _run_worker(pending, seed, timeout, spawn or spawn_worker)
         pending = pending[done:]
 
 
-def _run_worker(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
+def spawn_worker(spec: dict, fds: tuple[int, ...], log) -> subprocess.Popen:
+    """`python -m attn_drill.check.worker FD SPEC` with FD = fds[0], the event pipe. It inherits `fds` at the
+    same numbers (spec may name them), prints into `log`, and leads a process group of its own."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ left beside the user's file
+    return subprocess.Popen(
+        [sys.executable, "-m", "attn_drill.check.worker", str(fds[0]), json.dumps(spec)],
+        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        pass_fds=fds, env=env, start_new_session=True,
+    )
+
+
+def _run_worker(jobs: list[Job], seed: int, timeout: float, spawn) -> Iterator[Report]:
     """One worker for as many jobs as it gets through; returns how many were reported."""
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile()  # the user's prints, and a crash's last words
     faults = tempfile.TemporaryFile()  # faulthandler's Python stack on a segfault or just before a timeout
     spec = {"seed": seed, "timeout": timeout, "fault_fd": faults.fileno(),
             "jobs": [{"path": str(j.path), "exercise": j.exercise} for j in jobs]}
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ left beside the user's file
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "attn_drill.check.worker", str(write_fd), json.dumps(spec)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        pass_fds=(write_fd, faults.fileno()), env=env, start_new_session=True,
-    )
+    proc = spawn(spec, (write_fd, faults.fileno()), log)
     os.close(write_fd)
     reader = _Lines(read_fd)
     reported, current, stages = 0, None, []
@@ -210,6 +219,8 @@ def how_it_ended(returncode: int | None) -> str:
             return f"was killed by signal {-returncode}"
         why = SIGNAL_WORDS.get(name)
         return f"was killed by {name}" + (f" ({why})" if why else "")
+    if returncode == CHANNEL_LOST:
+        return "closed or took over the checker's report channel (a file descriptor it does not own)"
     return (f"exited with status {returncode} in the middle of the check "
             "(os._exit(), or something else that ends the whole process)")
 

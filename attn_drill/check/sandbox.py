@@ -95,23 +95,31 @@ def _is_file(fd: int) -> bool:
 def begin_job(timeout: float | None = None) -> None:
     """Fresh fds 0-2 and streams for the next file, an empty output file (whatever the last file did), and,
     shortly before the runner's deadline, the Python stack dumped to the fault file: where the time went."""
+    global _spare
     _flush()
     if _faults is not None:
         import faulthandler
 
-        os.ftruncate(_faults.fileno(), 0)
-        os.lseek(_faults.fileno(), 0, os.SEEK_SET)
-        if timeout:
-            faulthandler.dump_traceback_later(max(timeout - 0.5, timeout * 0.8), file=_faults)
+        try:
+            os.ftruncate(_faults.fileno(), 0)
+            os.lseek(_faults.fileno(), 0, os.SEEK_SET)
+            if timeout:
+                faulthandler.dump_traceback_later(max(timeout - 0.5, timeout * 0.8), file=_faults)
+        except (OSError, ValueError):
+            pass
     if _spare is None:
         return
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(_spare, 1)
-    os.dup2(_spare, 2)
-    os.ftruncate(_spare, 0)
-    os.lseek(_spare, 0, os.SEEK_SET)
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(_spare, 1)
+        os.dup2(_spare, 2)
+        os.ftruncate(_spare, 0)
+        os.lseek(_spare, 0, os.SEEK_SET)
+    except OSError:  # the last file closed our spare descriptor too: its output is lost, not the check
+        _spare = None
+        return
     # line-buffered, so that the lines before a timeout or a crash are in the file when the runner reads it
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 # Functions that do the exercise, by the name torch's function mode sees (python functions, and torch.ops)
@@ -74,45 +73,16 @@ class Tracer(TorchFunctionMode):
 
 
 def _name(func) -> str:
+    opname = getattr(func, "_opname", None)  # torch.ops.aten._softmax.default: "_softmax", not "default"
+    if isinstance(opname, str):
+        return opname
     name = getattr(func, "__name__", None) or str(func)
     return name.rsplit(".", 1)[-1]
 
 
-# --- torch itself must not change under the user's code -----------------------------------------
+# --- torch itself must not change under the user's code: see tamper.py (kept importable from here) ----------
 
-_WATCHED = (torch, F, torch.Tensor, torch.nn.Module, torch.nn.Linear, torch.linalg, torch.special)
-_CLASSES = (torch.Tensor, torch.nn.Module, torch.nn.Linear)  # nothing may be added to these either
-
-
-def snapshot() -> dict:
-    return {id(ns): dict(vars(ns)) for ns in _WATCHED}
-
-
-def changed_since(snap: dict) -> list[str]:
-    """Names in torch's namespaces that were replaced, added over or removed; restores them."""
-    changed = []
-    for ns in _WATCHED:
-        before, now = snap[id(ns)], vars(ns)
-        label = getattr(ns, "__name__", str(ns))
-        for key, value in before.items():
-            new = now.get(key, _MISSING)
-            if new is not value and getattr(new, "__wrapped__", None) is not value:  # torch wraps some itself
-                changed.append(f"{label}.{key}")
-                try:
-                    setattr(ns, key, value)
-                except (AttributeError, TypeError):
-                    pass
-        if ns in _CLASSES:
-            for key in [k for k in now if k not in before]:
-                changed.append(f"{label}.{key}")
-                try:
-                    delattr(ns, key)
-                except (AttributeError, TypeError):
-                    pass
-    return changed
-
-
-_MISSING = object()
+from attn_drill.check.tamper import changed_since, snapshot  # noqa: E402, F401
 
 
 def keep_dynamo_out() -> None:

@@ -23,6 +23,13 @@ class Knobs:
     split: str = "ok"  # mha: ok | blocks (view(B, H, T, d) with no transpose)
     merge: str = "ok"  # mha: ok | blocks (reshape(B, T, D) with no transpose back)
     out_proj: bool = True  # mha: W_o applied
+    qkv_split: str = "ok"  # mha-fused: ok ([q | k | v], (B, T, 3, H, d)) | heads (view(B, T, H, 3, d))
+    kv_repeat: str = "ok"  # gqa, kv-cache: ok (repeat_interleave: head h reads kv head h // g) | tile (.repeat)
+    # rope, kv-cache (rope_fit.rotate applies them):
+    rope_pairs: str = "half"  # half (i, i + d/2) | interleaved (2i, 2i+1)
+    rope_sign: int = 1  # 1, or -1: rotates by -theta
+    rope_positions: str = "given"  # given | arange (0..T-1: the positions, or the cache offset, ignored)
+    rope_freqs: str = "ok"  # ok (base ** (-2i/d)) | another formula named in rope_fit.FREQUENCIES
 
     def but(self, **changes) -> "Knobs":
         return replace(self, **changes)

@@ -2,7 +2,7 @@
 
 Run by runner.py as `python -m attn_drill.check.worker FD SPEC_JSON`; it writes one JSON event per line
 to file descriptor FD: {"event": "start"}, {"event": "stage"}, {"event": "report"}. The user's prints go
-to this process's stdout, which the runner keeps apart.
+to this process's stdout, which sandbox.py keeps per file and puts in the report (its first and last lines).
 """
 
 from __future__ import annotations
@@ -13,43 +13,101 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+CHANNEL_LOST = 70  # the exit status that tells the runner the report channel was taken away
+
 
 def main(argv: list[str]) -> int:
     out = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
     spec = json.loads(argv[2])
+    dumps, me = json.dumps, os.getpid()  # captured before any user code runs
 
     def send(event: dict) -> None:
-        out.write(json.dumps(event) + "\n")
-        out.flush()
+        if os.getpid() != me:  # a copy made by os.fork() in the user's code: only the worker itself reports
+            os._exit(0)
+        try:
+            out.write(dumps(event) + "\n")
+            out.flush()
+        except (OSError, ValueError):  # the user's code closed or replaced the channel: say so by the exit status
+            os._exit(CHANNEL_LOST)
 
     import torch  # noqa: F401 - the one slow import, paid before any clock starts
 
+    from attn_drill.check import sandbox, tamper
     from attn_drill.check.engine import check_file
     from attn_drill.check.trace import keep_dynamo_out
 
     keep_dynamo_out()
     torch.set_num_threads(1)  # tiny tensors: threads only cost start-up time
+    sandbox.confine(spec.get("fault_fd"))
+    guard = Guard(tamper.snapshot(), tamper.changed_since)
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
-        try:
-            report = check_file(Path(job["path"]), job["exercise"], spec["seed"],
-                                emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
-        except Exception as e:  # a bug of ours: say so plainly, never as the user's mistake
-            report = internal_error(job, spec["seed"], e)
+        sandbox.begin_job(spec.get("timeout"))
+        report = run_job(job, spec["seed"], check_file,
+                         emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
+        guard.verify(report)
+        report.output = sandbox.job_output()
         send({"event": "report", "report": report.to_wire()})
-    return 0
+    out.close()
+    # Leave at once: atexit handlers, finalizers and non-daemon threads of the user's code never run or wait.
+    os._exit(0)
 
 
-def internal_error(job: dict, seed: int, exc: Exception):
+class Guard:
+    """The last word on tampering, with the snapshot and the check taken before any user code ran."""
+
+    def __init__(self, snap, changed_since):
+        self.snap, self.changed_since = snap, changed_since
+
+    def verify(self, report) -> None:
+        changed = self.changed_since(self.snap)
+        if changed:
+            from attn_drill import findings
+
+            report.findings.append(findings.make(
+                "torch-modified", "your code replaced " + ", ".join(changed[:5]) + " (seen after the check ended)",
+                score=2.0))
+
+
+def run_job(job: dict, seed: int, check_file, emit):
+    """One file's report, whatever escapes the engine."""
+    stages = []
+
+    def emit_and_keep(stage):
+        stages.append(stage)
+        emit(stage)
+
+    try:
+        return check_file(Path(job["path"]), job["exercise"], seed, emit=emit_and_keep)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        return escaped(job, seed, stages, e)
+
+
+def escaped(job: dict, seed: int, stages: list, exc: BaseException):
+    """An exception the engine did not catch: the user's when it passed through their file, else ours."""
+    from attn_drill.check import load
+    from attn_drill.check.runner import Job, partial_report
+
+    path = Path(job["path"])
+    line, _ = load.user_line(exc, path)
+    if line is None:
+        return internal_error(job, seed, exc, stages)
+    report = partial_report(Job(path, job["exercise"]), seed, stages, f"your code raised {load.describe(exc)}")
+    report.findings.append(load.exception_finding(exc, path, "while the checker was looking at your code"))
+    return report
+
+
+def internal_error(job: dict, seed: int, exc: BaseException, stages=()):
     import traceback
 
     from attn_drill import findings
-    from attn_drill.report import FAIL, Report, Stage
+    from attn_drill.check import load
+    from attn_drill.check.runner import Job, partial_report
 
-    report = Report(job["exercise"], job["path"], seed, stages=[Stage("load", FAIL, "the checker itself failed")])
-    where = traceback.extract_tb(exc.__traceback__)[-1]
-    report.findings.append(findings.make(
-        "internal-error", f"{type(exc).__name__}: {exc} (in {Path(where.filename).name}:{where.lineno})", score=3.0))
+    report = partial_report(Job(Path(job["path"]), job["exercise"]), seed, list(stages), "the checker itself failed")
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (in {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    report.findings.append(findings.make("internal-error", f"{load.describe(exc)}{where}", score=3.0))
     return report
 
 

@@ -103,6 +103,6 @@ def values_mismatch(check) -> Finding:
     return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
 
 
-from attn_drill.check.diagnoses import attention, generic  # noqa: E402,F401 - registers them, in this order
+from attn_drill.check.diagnoses import attention, modules, softmax, masks, rope, cache, flash, generic  # noqa: E402,F401 - registers them, in this order
 
-MODULES = (attention, generic)
+MODULES = (attention, modules, softmax, masks, rope, cache, flash, generic)

@@ -17,7 +17,7 @@ def hooks_summary(check) -> str:
     return locate(check)
 
 
-@diagnosis("softmax-wrong-dim", ("sdpa", "mha"))
+@diagnosis("softmax-wrong-dim", ("sdpa", "mha", "mha-fused", "gqa"))
 def softmax_wrong_dim(check):
     for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
                      (0, "softmax over dim=0")):
@@ -32,19 +32,19 @@ def softmax_wrong_dim(check):
     return None
 
 
-@diagnosis("mask-inverted", ("sdpa", "mha"))
+@diagnosis("mask-inverted", ("sdpa", "mha", "mha-fused", "gqa"))
 def mask_inverted(check):
     return variant_finding(check, "mask-inverted", Knobs(mask="inverted"),
                            "hiding the keys where the mask is True (nn.MultiheadAttention's convention)",
                            line=line_of(first_masked(check), MASKING))
 
 
-@diagnosis("mask-ignored", ("sdpa", "mha"))
+@diagnosis("mask-ignored", ("sdpa", "mha", "mha-fused", "gqa"))
 def mask_ignored(check):
     return variant_finding(check, "mask-ignored", Knobs(mask="ignored"), "the same attention with no mask at all")
 
 
-@diagnosis("mask-after-softmax", ("sdpa", "mha"))
+@diagnosis("mask-after-softmax", ("sdpa", "mha", "mha-fused", "gqa"))
 def mask_after_softmax(check):
     f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
                         "softmax over every key, then the hidden keys' probabilities set to 0",
@@ -57,7 +57,7 @@ def mask_after_softmax(check):
     return f
 
 
-@diagnosis("mask-head-broadcast", ("mha",))
+@diagnosis("mask-head-broadcast", ("mha", "mha-fused", "gqa"))
 def mask_head_broadcast(check):
     f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
                         "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
@@ -132,7 +132,7 @@ def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | 
     return float((xc * yc).sum()) / denom if denom > 0 else None
 
 
-@diagnosis("missing-scale, wrong-scale", ("sdpa", "mha"))
+@diagnosis("missing-scale, wrong-scale", ("sdpa", "mha", "mha-fused", "gqa"))
 def scale(check):
     """The weights are softmax(s * q k^T) for a fitted s other than 1/sqrt(d)."""
     fitted = []

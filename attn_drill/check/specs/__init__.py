@@ -3,7 +3,14 @@
 One module per exercise; `SPECS` maps catalogue ids to them.
 """
 
+from attn_drill.check.specs.flash import FlashSpec
+from attn_drill.check.specs.gqa import GQASpec
+from attn_drill.check.specs.kv_cache import KVCacheSpec
+from attn_drill.check.specs.masks import MasksSpec
 from attn_drill.check.specs.mha import MHASpec
+from attn_drill.check.specs.mha_fused import FusedSpec
+from attn_drill.check.specs.rope import RopeSpec
 from attn_drill.check.specs.sdpa import SDPASpec
+from attn_drill.check.specs.softmax import SoftmaxSpec
 
-SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec())}
+SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(), KVCacheSpec(), FlashSpec())}

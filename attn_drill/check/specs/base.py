@@ -29,13 +29,14 @@ class Case:
         return self.inputs.get("mask") is not None
 
     def cast(self, dtype: torch.dtype, device: str = "cpu") -> dict:
-        """Inputs in dtype on device; masks stay bool."""
+        """Copies of the inputs on device, floating ones in dtype (masks stay bool, positions int64).
+        Always copies: user code may write into its inputs, and the case must stay as it was."""
         out = {}
         for name, t in self.inputs.items():
-            if t is None or t.dtype == torch.bool:
-                out[name] = None if t is None else t.to(device)
+            if t is None:
+                out[name] = None
             else:
-                out[name] = t.to(device=device, dtype=dtype, copy=True)  # a copy: user code may write in place
+                out[name] = t.to(device=device, dtype=dtype if t.is_floating_point() else t.dtype, copy=True)
         return out
 
 

@@ -1,0 +1,105 @@
+"""Mistakes of the self-attention modules (mha-fused, gqa): the fused split order, the kv head mapping, and the
+head split / merge / output projection read with hooks on these modules' own layers.
+
+The scale, softmax and mask diagnoses of attention.py apply to these modules as they are (their specs honour
+every knob); the ones here need the layers these modules have (W_qkv, narrow W_k/W_v) to say where it departs.
+"""
+
+from __future__ import annotations
+
+from attn_drill import findings
+from attn_drill.check import module_hooks
+from attn_drill.check.compare import closeness
+from attn_drill.check.diagnoses import MATCH, RESHAPES, diagnosis, first_outcome, line_of, variant_finding
+from attn_drill.check.variants import Knobs, attention, linear, split_heads
+
+MODULES = ("mha-fused", "gqa")
+SPLITS = RESHAPES | {"split", "chunk", "unbind", "unflatten", "__getitem__"}
+
+
+@diagnosis("qkv-split-order", ("mha-fused",))
+def qkv_split_order(check):
+    c = check.cases[0]
+    d, D = c.dims["d"], c.dims["D"]
+    how = (f"W_qkv's output viewed as (B, T, H, 3, d): query head 1 then reads its features [{3 * d}, {4 * d}), "
+           f"where [q | k | v] puts it at [{d}, {2 * d}) (d={d}, D={D})")
+    f = variant_finding(check, "qkv-split-order", Knobs(qkv_split="heads"), how,
+                        line=line_of(first_outcome(check), SPLITS))
+    if f:
+        f.evidence += f"; expected q, k, v = W_qkv(x).split({D}, dim=-1), then each viewed as (B, T, H, d)"
+        f.evidence += "; " + module_hooks.locate(check)
+    return f
+
+
+@diagnosis("kv-repeat-order", ("gqa",))
+def kv_repeat_order(check):
+    f = variant_finding(check, "kv-repeat-order", Knobs(kv_repeat="tile"),
+                        "kv heads tiled, as .repeat does: query head h reading kv head h % num_kv_heads",
+                        line=line_of(first_outcome(check), {"repeat", "expand", "tile"}))
+    if f:
+        for o in check.outcomes:
+            H, Hkv = o.case.dims["H"], o.case.dims["Hkv"]
+            if o.outputs is None or Hkv in (1, H):
+                continue  # with one kv head, or one per query head, both orders agree
+            mapping = kv_mapping(o)
+            if mapping:
+                g = H // Hkv
+                f.evidence += (f"; query heads 0..{H - 1} read kv heads {mapping}, expected "
+                               f"{[h // g for h in range(H)]} ({o.case.label})")
+                break
+    return f
+
+
+def kv_mapping(o) -> list[int] | None:
+    """Which kv head each of the user's query heads reads: the one whose attention reproduces its weights."""
+    case, weights = o.case, o.outputs[1].detach().double()
+    x, p, mask = case.inputs["x"], case.params, case.inputs["mask"]
+    H, Hkv = case.dims["H"], case.dims["Hkv"]
+    q = split_heads(linear(x, p, "W_q"), H)  # (B, H, T, d)
+    k = split_heads(linear(x, p, "W_k"), Hkv)  # (B, Hkv, T, d)
+    mapping = []
+    for h in range(H):
+        fits = [j for j in range(Hkv)
+                if closeness(weights[:, h], attention(q[:, h], k[:, j], k[:, j], mask)[1]) < MATCH]
+        if len(fits) != 1:
+            return None
+        mapping.append(fits[0])
+    return mapping
+
+
+# --- heads: the same knobs as mha, located with hooks on this module's layers --------------------
+
+@diagnosis("wrong-head-split", MODULES)
+def wrong_head_split(check):
+    f = variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
+                        "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
+                        line=line_of(first_outcome(check), RESHAPES))
+    if f:
+        f.evidence += "; " + module_hooks.locate(check)
+    return f
+
+
+@diagnosis("wrong-head-merge", MODULES)
+def wrong_head_merge(check):
+    line = line_of(first_outcome(check), RESHAPES, last=True)
+    f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
+                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)", line=line)
+    if f:
+        f.evidence += "; " + module_hooks.locate(check)
+        return f
+    weights_right = all(o.outputs is not None and closeness(o.outputs[1], ref[1]) < MATCH
+                        for o, ref in zip(check.outcomes, check.refs))
+    evidence = module_hooks.merge_is_permuted(check) if weights_right else None
+    if evidence:
+        return findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
+                             line=line, score=0.95)
+    return None
+
+
+@diagnosis("missing-output-projection", MODULES)
+def missing_output_projection(check):
+    f = variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
+                        "the merged heads returned as they are")
+    if f:
+        f.evidence += "; " + module_hooks.locate(check)
+    return f

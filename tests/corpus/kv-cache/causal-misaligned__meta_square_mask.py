@@ -1,0 +1,51 @@
+"""Masks only when more than one token comes in (as Meta's llama does), but builds that mask as
+triu(-inf, diagonal=1) over (T_new, T_past + T_new): top-left aligned, so a chunk after a cache loses the cache."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0):
+        super().__init__()
+        self.n_heads, self.n_kv_heads = num_heads, num_kv_heads
+        self.head_dim = d_model // num_heads
+        self.n_rep = num_heads // num_kv_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        self.theta = rope_base
+
+    def rotary(self, xq, start_pos):
+        bsz, nh, seqlen, hd = xq.shape
+        freqs = 1.0 / (self.theta ** (torch.arange(0, hd, 2, device=xq.device)[: hd // 2].float() / hd))
+        t = torch.arange(start_pos, start_pos + seqlen, device=xq.device, dtype=torch.float32)
+        f = torch.outer(t, freqs)
+        cos, sin = f.cos().to(xq.dtype), f.sin().to(xq.dtype)
+        x1, x2 = xq[..., : hd // 2], xq[..., hd // 2:]
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+    def forward(self, x, cache=None):
+        bsz, seqlen, _ = x.shape
+        start_pos = 0 if cache is None else cache[0].shape[2]
+        xq = self.W_q(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
+        xk = self.W_k(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        xv = self.W_v(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        xq, xk = self.rotary(xq, start_pos), self.rotary(xk, start_pos)
+        if cache is not None:
+            xk = torch.cat([cache[0], xk], dim=2)
+            xv = torch.cat([cache[1], xv], dim=2)
+        keys = xk.repeat_interleave(self.n_rep, dim=1)
+        values = xv.repeat_interleave(self.n_rep, dim=1)
+        scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(self.head_dim)
+        if seqlen > 1:
+            mask = torch.full((seqlen, start_pos + seqlen), float("-inf"), device=x.device)
+            mask = torch.triu(mask, diagonal=1).to(scores.dtype)
+            scores = scores + mask
+        scores = F.softmax(scores.float(), dim=-1).type_as(xq)
+        output = torch.matmul(scores, values).transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+        return self.W_o(output), (xk, xv)

@@ -1,0 +1,49 @@
+"""Stores self.scaling = head_dim ** -0.5 in __init__ and never multiplies the scores by it."""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, rope_base: float = 10000.0):
+        super().__init__()
+        self.num_heads, self.num_kv = num_heads, num_kv_heads
+        self.head_dim = d_model // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, num_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        inv_freq = 1.0 / (rope_base ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x, cache=None):
+        bsz, q_len, _ = x.size()
+        past_len = 0 if cache is None else cache[0].shape[-2]
+        q = self.W_q(x).view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.W_k(x).view(bsz, q_len, self.num_kv, self.head_dim).transpose(1, 2)
+        v = self.W_v(x).view(bsz, q_len, self.num_kv, self.head_dim).transpose(1, 2)
+        pos = torch.arange(past_len, past_len + q_len, device=x.device).float()
+        emb = torch.cat([torch.outer(pos, self.inv_freq.float())] * 2, dim=-1)
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        if cache is not None:
+            k = torch.cat([cache[0], k], dim=-2)
+            v = torch.cat([cache[1], v], dim=-2)
+        n_rep = self.num_heads // self.num_kv
+        kr = k[:, :, None].expand(-1, -1, n_rep, -1, -1).flatten(1, 2)
+        vr = v[:, :, None].expand(-1, -1, n_rep, -1, -1).flatten(1, 2)
+        attn = torch.matmul(q, kr.transpose(2, 3))
+        kv_len = kr.shape[-2]
+        mask = torch.full((q_len, kv_len), torch.finfo(attn.dtype).min, device=x.device, dtype=attn.dtype)
+        attn = attn + torch.triu(mask, diagonal=past_len + 1)
+        attn = F.softmax(attn, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(attn, vr).transpose(1, 2).reshape(bsz, q_len, -1)
+        return self.W_o(out), (k, v)

@@ -1,0 +1,44 @@
+"""Rotates the new tokens at positions arange(T_new): every call starts again from position 0."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0):
+        super().__init__()
+        self.nh, self.nkv = num_heads, num_kv_heads
+        self.dh = d_model // num_heads
+        self.base = float(rope_base)
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, self.nkv * self.dh, bias=False)
+        self.W_v = nn.Linear(d_model, self.nkv * self.dh, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def rope(self, t, positions):
+        half = self.dh // 2
+        freq = self.base ** (-torch.arange(half, device=t.device, dtype=torch.float32) * 2 / self.dh)
+        ang = positions.float()[:, None] * freq
+        c, s = ang.cos().to(t.dtype), ang.sin().to(t.dtype)
+        a, b = t[..., :half], t[..., half:]
+        return torch.cat([a * c - b * s, b * c + a * s], dim=-1)
+
+    def forward(self, x, cache=None):
+        b, n, d_model = x.shape
+        n_past = 0 if cache is None else cache[0].shape[2]
+        positions = torch.arange(n, device=x.device)
+        q = self.rope(self.W_q(x).reshape(b, n, self.nh, self.dh).permute(0, 2, 1, 3), positions)
+        k = self.rope(self.W_k(x).reshape(b, n, self.nkv, self.dh).permute(0, 2, 1, 3), positions)
+        v = self.W_v(x).reshape(b, n, self.nkv, self.dh).permute(0, 2, 1, 3)
+        if cache is not None:
+            k = torch.cat([cache[0], k], 2)
+            v = torch.cat([cache[1], v], 2)
+        rep = self.nh // self.nkv
+        kh, vh = k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)
+        scores = torch.matmul(q, kh.transpose(-1, -2)) / math.sqrt(self.dh)
+        keep = torch.ones(n, n_past + n, dtype=torch.bool, device=x.device).tril(diagonal=n_past)
+        scores = scores.masked_fill(~keep, float("-inf"))
+        out = (torch.softmax(scores, dim=-1) @ vh).permute(0, 2, 1, 3).reshape(b, n, d_model)
+        return self.W_o(out), (k, v)

@@ -1,0 +1,41 @@
+"""Keeps the cache as (B, T, Hkv, d), before the transpose, and appends along dim 1 there."""
+
+import torch
+from torch import nn
+
+
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0):
+        super().__init__()
+        self.H, self.G = num_heads, num_kv_heads
+        self.hd = d_model // num_heads
+        self.rope_base = rope_base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, self.G * self.hd, bias=False)
+        self.W_v = nn.Linear(d_model, self.G * self.hd, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def _rope(self, t, pos):  # t (B, T, n, hd)
+        half = self.hd // 2
+        inv = self.rope_base ** (-torch.arange(0, self.hd, 2, device=t.device, dtype=torch.float32) / self.hd)
+        theta = (pos.float()[:, None] * inv)[:, None, :]
+        c, s = theta.cos().to(t.dtype), theta.sin().to(t.dtype)
+        a, b = t[..., :half], t[..., half:]
+        return torch.cat((a * c - b * s, a * s + b * c), -1)
+
+    def forward(self, x, cache=None):
+        B, T, _ = x.shape
+        H, G, hd = self.H, self.G, self.hd
+        T0 = 0 if cache is None else cache[0].size(1)
+        pos = T0 + torch.arange(T, device=x.device)
+        q = self._rope(self.W_q(x).unflatten(-1, (H, hd)), pos)
+        k = self._rope(self.W_k(x).unflatten(-1, (G, hd)), pos)
+        v = self.W_v(x).unflatten(-1, (G, hd))
+        if cache is not None:
+            k, v = torch.cat((cache[0], k), 1), torch.cat((cache[1], v), 1)
+        qg = q.reshape(B, T, G, H // G, hd)
+        s = torch.einsum("bqgrd,bkgd->bgrqk", qg, k) * hd ** -0.5
+        kpos = torch.arange(T0 + T, device=x.device)
+        s = torch.where(kpos[None, :] <= pos[:, None], s, float("-inf"))
+        y = torch.einsum("bgrqk,bkgd->bqgrd", s.softmax(-1), v).reshape(B, T, H * hd)
+        return self.W_o(y), (k, v)

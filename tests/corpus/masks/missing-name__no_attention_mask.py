@@ -1,0 +1,12 @@
+"""Writes the two building blocks and stops: attention_mask is missing."""
+
+import torch
+
+
+def causal_mask(tq, tk=None, device=None):
+    tk = tq if tk is None else tk
+    return torch.ones(tq, tk, dtype=torch.bool, device=device).tril(diagonal=tk - tq)
+
+
+def padding_mask(lengths, t):
+    return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]

@@ -1,0 +1,19 @@
+"""j <= lengths[b]: keeps the first padded key too."""
+
+import torch
+
+
+def causal_mask(tq, tk=None, device=None):
+    tk = tq if tk is None else tk
+    return torch.ones(tq, tk, dtype=torch.bool, device=device).tril(tk - tq)
+
+
+def padding_mask(lengths, t):
+    return torch.arange(t, device=lengths.device)[None, :] <= lengths[:, None]
+
+
+def attention_mask(lengths, t, causal=False):
+    mask = padding_mask(lengths, t)[:, None, None, :]
+    if causal:
+        mask = mask & causal_mask(t, device=lengths.device)
+    return mask.expand(-1, 1, t, t)

@@ -1,0 +1,17 @@
+"""Writes = where == was meant inside an expression."""
+
+import torch
+
+
+def causal_mask(tq, tk=None, device=None):
+    if tk = None:
+        tk = tq
+    return torch.ones(tq, tk, dtype=torch.bool, device=device).tril(diagonal=tk - tq)
+
+
+def padding_mask(lengths, t):
+    return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def attention_mask(lengths, t, causal=False):
+    return padding_mask(lengths, t)[:, None, None, :].expand(-1, 1, t, t)

@@ -1,0 +1,16 @@
+"""A def without its colon."""
+
+import torch
+
+
+def causal_mask(tq, tk=None, device=None)
+    tk = tq if tk is None else tk
+    return torch.ones(tq, tk, dtype=torch.bool, device=device).tril(diagonal=tk - tq)
+
+
+def padding_mask(lengths, t):
+    return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def attention_mask(lengths, t, causal=False):
+    return padding_mask(lengths, t)[:, None, None, :].expand(-1, 1, t, t)

@@ -1,0 +1,20 @@
+"""A leftover "wait for the GPU" loop at import: its condition can never change."""
+
+import torch
+
+ready = False
+while not ready:
+    pass
+
+
+def causal_mask(tq, tk=None, device=None):
+    tk = tq if tk is None else tk
+    return torch.ones(tq, tk, dtype=torch.bool, device=device).tril(diagonal=tk - tq)
+
+
+def padding_mask(lengths, t):
+    return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def attention_mask(lengths, t, causal=False):
+    return padding_mask(lengths, t)[:, None, None, :].expand(-1, 1, t, t)

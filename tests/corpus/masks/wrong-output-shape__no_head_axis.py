@@ -1,0 +1,19 @@
+"""attention_mask returns (B, t, t): the head axis is missing."""
+
+import torch
+
+
+def causal_mask(tq, tk=None, device=None):
+    tk = tq if tk is None else tk
+    return torch.ones(tq, tk, dtype=torch.bool, device=device).tril(diagonal=tk - tq)
+
+
+def padding_mask(lengths, t):
+    return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def attention_mask(lengths, t, causal=False):
+    mask = padding_mask(lengths, t)[:, None, :].expand(-1, t, -1)  # (B, t, t)
+    if causal:
+        mask = mask & causal_mask(t, device=lengths.device)
+    return mask

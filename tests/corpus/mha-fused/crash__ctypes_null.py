@@ -1,0 +1,26 @@
+"""Peeks at a float through ctypes at a bad address (an offset, not qkv.data_ptr() + offset): segfault."""
+
+import ctypes
+
+import torch
+from torch import nn
+
+
+class FusedSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.h = num_heads
+        self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        hd = dm // self.h
+        qkv = self.W_qkv(x)
+        first = ctypes.c_float.from_address(8).value  # meant: from_address(qkv.data_ptr() + 8)  # noqa: F841
+        q, k, v = qkv.view(b, t, 3, self.h, hd).permute(2, 0, 3, 1, 4)
+        s = q @ k.transpose(-2, -1) / hd ** 0.5
+        if mask is not None:
+            s = s.masked_fill(~mask.unsqueeze(1), torch.finfo(s.dtype).min)
+        p = s.softmax(-1)
+        return self.W_o((p @ v).transpose(1, 2).reshape(b, t, dm)), p

@@ -1,0 +1,31 @@
+"""Computes the output with F.scaled_dot_product_attention and the weights by hand."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class FusedSelfAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+        super().__init__()
+        self.num_heads = num_heads
+        self.W_qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None):
+        B, T, D = x.shape
+        H = self.num_heads
+        d = D // H
+        q, k, v = self.W_qkv(x).split(D, dim=-1)
+        q = q.view(B, T, H, d).transpose(1, 2)
+        k = k.view(B, T, H, d).transpose(1, 2)
+        v = v.view(B, T, H, d).transpose(1, 2)
+        m = None if mask is None else mask.unsqueeze(1)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        if m is not None:
+            scores = scores.masked_fill(~m, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1)
+        return self.W_o(y.transpose(1, 2).reshape(B, T, D)), weights

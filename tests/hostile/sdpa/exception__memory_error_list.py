@@ -1,0 +1,13 @@
+"""Builds a Python list far too large for any machine."""
+import math
+
+import torch
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    table = [0.0] * (1 << 40)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    out = weights @ v
+    return out, weights

@@ -1,0 +1,3 @@
+# TODO: write scaled_dot_product_attention here
+# def scaled_dot_product_attention(q, k, v, mask=None):
+#     ...

@@ -1,0 +1,15 @@
+"""Correct, but forks at import: the copy runs on inside the checker and must not report twice."""
+import math
+import os
+
+import torch
+
+_child = os.fork()
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights

@@ -1,0 +1,17 @@
+"""Correct, but sets a tiny recursion limit and turns warnings into errors at import."""
+import sys
+import warnings
+
+import math
+
+import torch
+
+sys.setrecursionlimit(60)
+warnings.simplefilter('error')
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights

@@ -1,0 +1,12 @@
+﻿"""Saved with a UTF-8 byte-order mark (some Windows editors do): valid Python."""
+import math
+
+import torch
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights

@@ -1,0 +1,14 @@
+"""Turns autograd off for the whole process at import."""
+import math
+
+import torch
+
+torch.set_grad_enabled(False)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
