@@ -28,6 +28,9 @@ COMMANDS = {  # name: one-line help, for typer's help and for the fast root help
     "hint": "Show one more hint (--all: every hint).",
     "solution": "Show a model answer (asks before you pass).",
     "reset": "Put the skeleton back (after a backup).",
+    "watch": "Check your file again on every save.",
+    "mock": "A timed mock interview, follow-up questions, a scorecard.",
+    "stats": "Your progress: times, passes, frequent mistakes, mock scores.",
 }
 # Equal to attn_drill.check.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
 # slow down --help. `check` reads the real one when it runs.
@@ -60,8 +63,33 @@ def _exercise(exercise_id: str) -> "Exercise":
 
     known = list(catalogue.exercises())
     close = difflib.get_close_matches(exercise_id, known, n=1, cutoff=0.5)
-    more = [f"did you mean {close[0]}?"] if close else []
-    _fail(f"no exercise called {exercise_id!r}.", *more, "known exercises: " + ", ".join(known))
+    guess = f"did you mean {close[0]}? " if close else ""
+    _fail(f"no exercise called {exercise_id!r}; {guess}(the exercises: {', '.join(known)})",
+          _retry(exercise_id, close[0] if close else known[0]) or "attn-drill list shows the exercises.")
+
+
+def _retry(old, new) -> str:
+    """The command the user typed with `old` (a word, or a Path) replaced by `new`: the one that would work."""
+    import shlex
+
+    args = sys.argv[1:]
+    same = (lambda a: a and Path(a) == old) if isinstance(old, Path) else (lambda a: a == old)
+    fixed = [str(new) if same(a) else a for a in args]
+    fixed = [f"{a.split('=', 1)[0]}={new}" if "=" in a and same(a.split("=", 1)[1]) else a for a in fixed]
+    return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
+
+
+def _practice_file(f: Path) -> Path:
+    """Where `start` would have put a file of this name."""
+    from attn_drill import paths
+
+    return Path(paths.DEFAULT_PRACTICE_DIR) / f.name
+
+
+def _quote(path: Path) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
 
 
 def _current(st: "State", command: str) -> "Exercise":
@@ -152,14 +180,23 @@ def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
     jobs = []
     for f in files:
         if f.is_dir():
-            _fail(f"{f} is a folder; give the exercise file inside it (e.g. {f / 'mha.py'}).")
+            inside = [p for p in sorted(f.glob("*.py")) if catalogue.from_filename(p)]
+            if not inside:
+                _fail(f"{f} is a folder, with no exercise file in it.",
+                      f"give the file's path; attn-drill start ID --dir {_quote(f)} writes one there.")
+            _fail(f"{f} is a folder; give the exercise file inside it.",
+                  _retry(f, inside[0]) or f"try: attn-drill check {_quote(inside[0])}")
         if not f.is_file():
-            _fail(f"no such file: {f}")
+            ex = forced or catalogue.from_filename(f)
+            near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if p and p.is_file()]
+            _fail(f"no such file: {f}", (_retry(f, near[0]) or f"try: attn-drill check {_quote(near[0])}") if near else
+                  "give the path of your exercise file, or no path at all to check the exercise you started last "
+                  "(attn-drill start ID writes one).")
         ex = forced or catalogue.from_filename(f)
         if ex is None:
-            _fail(f"cannot tell which exercise {f.name} is for.",
-                  "name it after the exercise (mha.py, my_sdpa.py...) or say --exercise ID; "
-                  "ids: " + ", ".join(catalogue.exercises()))
+            ids = list(catalogue.exercises())
+            _fail(f"cannot tell which exercise {f.name} is for: name it after one (my_{ids[0]}.py) or say which.",
+                  f"try: attn-drill check {_quote(f)} --exercise {ids[0]}   (the exercises: {', '.join(ids)})")
         jobs.append((f.resolve(), ex))
     return jobs
 
@@ -187,14 +224,11 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
 def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
     import json
 
-    from attn_drill import listing, render, state
+    from attn_drill import listing, render
 
     out, results = render.console(), []
     for (path, ex), rep in _with_spinner(out, jobs, reports, enabled=not as_json):
-        slug = rep.findings[0].slug if rep.findings else None
-        with state.edit() as st:
-            took = st.record_check(ex.id, path, passed=rep.passed, seed=rep.seed, finding=slug)
-            best = st.best(ex.id)
+        took, best = _record(ex, path, rep, "check")
         results.append(rep.passed)
         if as_json:
             d = rep.to_dict()
@@ -212,6 +246,20 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
         out.rule()
         render.say(out, f"{len(results)} files: {results.count(True)} passed, {results.count(False)} failed")
     return results
+
+
+def _record(ex: "Exercise", path: Path, rep, source: str) -> tuple:
+    """Note a check in the progress file and the practice history; (solve time or None, best time)."""
+    from attn_drill import history, state
+
+    slug = rep.findings[0].slug if rep.findings else None
+    with state.edit() as st:
+        took = st.record_check(ex.id, path, passed=rep.passed, seed=rep.seed, finding=slug)
+        best = st.best(ex.id)
+        own = st.file(ex.id) == Path(path).resolve()  # the started file: its checks form one attempt
+        attempt = st.peek(ex.id).get("started_at") if own else None
+    history.record_report(rep, source=source, attempt=attempt, solve_seconds=took)
+    return took, best
 
 
 def _with_spinner(out, jobs: list, reports, enabled: bool):
@@ -288,6 +336,100 @@ def cmd_reset(exercise_id: str, yes: bool) -> None:
     if written.backup:
         render.say(out, "Backed up your file to ", (str(written.backup), "bold"))
     render.say(out, "Skeleton back in ", (_nice(written.path), "bold"), "; the clock restarts now.")
+
+
+def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
+    from attn_drill import render, render_mock, state, watch
+
+    [(path, ex)] = _jobs([], exercise_id, state.load())
+    out, nice = render.console(), _nice(path)
+    render_mock.watch_intro(out, ex, nice)
+    try:
+        with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
+            for _ in watch.Watcher(path).changes(on_missing=lambda: render_mock.watch_missing(out, nice)):
+                rep = checker.check(path)
+                render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
+                took, best = _record(ex, path, rep, "watch")
+                render_mock.watch_footer(out, rep, ex, nice, took=took, best=best)
+    except KeyboardInterrupt:
+        render_mock.watch_stopped(out)
+    return 0
+
+
+def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool, seed: Optional[int],
+             answers: Optional[str], abandon: bool) -> int:
+    from attn_drill import mock, questions, render, render_mock
+
+    try:
+        scripted = questions.parse_answers(answers)
+    except ValueError as e:
+        _fail(f"--answers: {e}.", "give the choice numbers in order, e.g. --answers 1,3,2")
+    forced = _exercise(exercise_id) if exercise_id else None
+    out = render.console()
+    try:
+        with mock.lock():
+            session = mock.load()
+            if abandon:
+                return _abandon_mock(out, session)
+            ui = render_mock.MockScreen(out)
+            if session is not None:
+                asked = (forced and forced.id != session.exercise) or minutes or (strict and not session.strict)
+                note = (f"A mock of {session.exercise} is in progress: finishing it first "
+                        "(attn-drill mock --abandon drops it)." if asked else "")
+                ui.intro(session, _exercise(session.exercise), _nice(Path(session.file)), resumed=True, note=note)
+            else:
+                session = _begin_mock(ui, forced, minutes, strict, seed)
+            with mock.Keys(_stdin_fd()) as keys:
+                return mock.run(session, ui, keys, answers=scripted)
+    except mock.MockBusy as e:
+        _fail(f"another mock is running (process {e.pid}): one at a time.",
+              "Finish it in its terminal, or press Ctrl-C there to leave it for later.")
+
+
+def _begin_mock(ui, forced: Optional["Exercise"], minutes: Optional[float], strict: bool, seed: Optional[int]):
+    import random
+
+    from attn_drill import mock, workspace
+
+    ex, reason = (forced, "") if forced else mock.pick(random.Random(seed))
+    try:
+        session, written = mock.begin(ex, minutes=minutes, strict=strict, seed=seed, reason=reason)
+    except (workspace.WorkspaceError, OSError) as e:
+        _fail(str(e))
+    ui.intro(session, ex, _nice(written.path), resumed=False, backup=written.backup)
+    return session
+
+
+def cmd_stats(as_json: bool) -> None:
+    from attn_drill import stats
+
+    data = stats.compute()
+    if as_json:
+        import json
+
+        print(json.dumps(data, indent=2))
+        return
+    from attn_drill import render, render_mock
+
+    render_mock.stats(render.console(), data)
+
+
+def _abandon_mock(out, session) -> int:
+    from attn_drill import mock, render
+
+    if session is None:
+        render.say(out, "No mock in progress.")
+        return 0
+    mock.drop()
+    render.say(out, f"Dropped the mock of {session.exercise}; its file stays at ", (_nice(Path(session.file)), "bold"))
+    return 0
+
+
+def _stdin_fd() -> Optional[int]:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdin (an embedding, a test runner)
+        return None
 
 
 # -- the typer app ---------------------------------------------------------------------------------
@@ -396,6 +538,46 @@ def get_app():
                   "restarts. Asks to confirm; with no terminal to ask on it refuses unless you give --yes.")
     def reset(exercise_id: Id, yes: Yes = False) -> None:
         cmd_reset(exercise_id, yes)
+
+    Seed = Annotated[Optional[int], typer.Option(
+        min=0, metavar="N", show_default=False, help="Seed for the random cases (default: a new one each check).")]
+    Timeout = Annotated[Optional[float], typer.Option(
+        min=0.1, metavar="SECONDS", show_default=False,
+        help=f"Time allowed per check (default {DEFAULT_TIMEOUT_HELP:g} s).")]
+
+    @cmd("watch", "Watches the file of the exercise (the one started last if no ID) and shows the latest "
+                  "report after each save. Each check runs your code in a fresh process. Ctrl-C stops.")
+    def watch(exercise_id: OptId = None, seed: Seed = None, timeout: Timeout = None) -> None:
+        raise SystemExit(cmd_watch(exercise_id, seed, timeout))
+
+    @cmd("mock", "Picks an exercise (untried and weakest first) unless --exercise, writes a fresh file in "
+                 "attn-practice/mock/ (your practice file is never touched) and counts down from its target "
+                 "time. Every save is checked; it ends on a pass, at time-out or when you press q. Then "
+                 "three follow-up questions and a scorecard, kept in your history (attn-drill stats). "
+                 "Ctrl-C leaves it: the clock keeps running and attn-drill mock resumes it. Exit status: "
+                 "0 if you passed, 1 if not, 130 when left for later.")
+    def mock(
+        exercise_id: Annotated[Optional[str], typer.Option(
+            "--exercise", "-e", metavar="ID", autocompletion=_complete_ids, show_default=False,
+            help="The exercise (default: picked from your history).")] = None,
+        minutes: Annotated[Optional[float], typer.Option(
+            min=0.1, metavar="N", show_default=False, help="Minutes on the clock (default: the target time).")] = None,
+        strict: Annotated[bool, typer.Option(
+            "--strict", help="Whiteboard style: no hints, no feedback until one check at the end.")] = False,
+        seed: Annotated[Optional[int], typer.Option(
+            min=0, metavar="N", show_default=False, help="Seed for the pick, the questions and the checks.")] = None,
+        answers: Annotated[Optional[str], typer.Option(
+            metavar="1,3,2", show_default=False,
+            help="Answers to the follow-up questions, for scripts (no keyboard needed).")] = None,
+        abandon: Annotated[bool, typer.Option(
+            "--abandon", help="Drop the mock in progress (its file stays) and exit.")] = False,
+    ) -> None:
+        raise SystemExit(cmd_mock(exercise_id, minutes, strict, seed, answers, abandon))
+
+    @cmd("stats", "Per exercise: attempts, passes, best and median solve time, the most frequent mistakes; "
+                  "then recent mock scores and their trend. From the history of every check and mock.")
+    def stats(as_json: Annotated[bool, typer.Option("--json", help="Print the same data as JSON.")] = False) -> None:
+        cmd_stats(as_json)
 
     return app
 

@@ -122,6 +122,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     BEGIN IMMEDIATE takes the write lock before reading what is applied, so two processes opening a new
     database at once apply each migration exactly once."""
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    if {name for name, _ in MIGRATIONS} <= set(applied(conn)):
+        return []  # the usual case: no write lock taken just to open the history
     done_now = []
     for name, sql in MIGRATIONS:
         with transaction(conn):

@@ -41,8 +41,16 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None) -> None:
             pic = picture(f.picture)
             if pic is not None:
                 console.print(pic)
+    if rep.output:
+        console.print()
+        console.print(printed(rep.output))
     console.print()
     console.print(verdict(rep))
+
+
+def printed(text: str) -> Group:
+    """What the user's code printed (the checker keeps its first and last lines), as plain text."""
+    return Group(Text("your code printed:", style="dim"), _indent(Text(text, style="dim")))
 
 
 def _header(rep: Report, ex: "Exercise | None") -> Table:

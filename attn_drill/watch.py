@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -33,7 +34,7 @@ def signature(path: Path) -> tuple | None:
         st = os.stat(path)
     except OSError:
         return None
-    if not os.path.isfile(path):
+    if not stat.S_ISREG(st.st_mode):
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
@@ -80,14 +81,22 @@ class Watcher:
             if self.missing and not told:
                 on_missing()
                 told = True
-            time.sleep(poll)
+            time.sleep(self._settle_wait(poll))
+
+    def _settle_wait(self, poll: float) -> float:
+        """Seconds to the next look: while a change settles, just until its debounce ends (no full poll
+        interval lost); otherwise `poll`."""
+        if self._seen is None or self._seen == self.checked:
+            return poll
+        return min(poll, max(0.005, self.debounce - (self.clock() - self._since)))
 
 
 class Checker:
     """Checks one exercise's file, again and again, through one warm pool."""
 
-    def __init__(self, exercise_id: str, *, seed: int | None = None, timeout: float = runner.DEFAULT_TIMEOUT):
-        self.exercise_id, self.seed, self.timeout = exercise_id, seed, timeout
+    def __init__(self, exercise_id: str, *, seed: int | None = None, timeout: float | None = None):
+        self.exercise_id, self.seed = exercise_id, seed
+        self.timeout = runner.DEFAULT_TIMEOUT if timeout is None else timeout
         self.pool = WarmPool([exercise_id])
 
     def __enter__(self) -> "Checker":

@@ -8,8 +8,9 @@ user's code always starts from the same clean state, and whatever it breaks dies
 
 The CLI side (`WarmPool`, no torch) plugs into runner.run_checks through its `spawn` hook, so the event
 reading, the deadline and the process-group kill are the runner's own. The two sides talk over a
-SOCK_SEQPACKET socket pair: the CLI sends a job with the event pipe's and the log file's descriptors
-attached (SCM_RIGHTS); the server answers {"forked": pid}, then {"exit": code} once the child is reaped.
+SOCK_SEQPACKET socket pair: the CLI sends a job with the worker's descriptors (the event pipe, the
+fault file) and the log file attached (SCM_RIGHTS); the child puts them at the numbers a cold worker
+would have them at; the server answers {"forked": pid}, then {"exit": code} once the child is reaped.
 Each child is the leader of its own process group, so the runner's killpg ends it and anything it
 started, never the server. Where this cannot work (no fork, no SEQPACKET) or the server dies, checks
 fall back to a cold worker: slower, never wrong.
@@ -24,7 +25,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 from attn_drill.check import runner
@@ -48,7 +48,6 @@ class WarmPool:
         self.sock: socket.socket | None = None
         self.ready = False
         self.failed = not available()
-        self._log = None
 
     def __enter__(self) -> "WarmPool":
         self.start()
@@ -61,13 +60,16 @@ class WarmPool:
         """Start the server in the background; returns at once."""
         if self.failed or self.proc is not None:
             return
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._log = tempfile.TemporaryFile()  # the server's own output, shown if it fails to start
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:
+            self.failed = True
+            return
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTORCH_NVML_BASED_CUDA_CHECK="1")
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "attn_drill.check.warm", str(theirs.fileno()), json.dumps(self.warm_up)],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # children: own logs
                 pass_fds=(theirs.fileno(),), env=env, start_new_session=True)
         except OSError:
             self.failed = True
@@ -83,24 +85,25 @@ class WarmPool:
             return self.ready
         self.start()
         msg = self._recv(limit)
-        if msg and msg.get("ready"):
+        if isinstance(msg, dict) and msg.get("ready"):
             self.ready = True
         else:
-            self._give_up()
+            self._give_up(for_good=True)
         return self.ready
 
-    def spawn(self, spec: dict, write_fd: int, log):
+    def spawn(self, spec: dict, fds: tuple[int, ...], log):
         """runner's hook: a forked child of the warm server, or a cold worker if the server is unusable."""
         if self.wait_ready():
             try:
-                socket.send_fds(self.sock, [json.dumps(spec).encode()], [write_fd, log.fileno()])
+                job = {"spec": spec, "fds": list(fds)}  # the numbers the worker expects them at
+                socket.send_fds(self.sock, [json.dumps(job).encode()], [log.fileno(), *fds])
                 msg = self._recv(REPLY_LIMIT)
-                if msg and "forked" in msg:
+                if isinstance(msg, dict) and "forked" in msg:
                     return WarmChild(self, msg["forked"])
             except OSError:
                 pass
-            self._give_up()
-        return runner.spawn_worker(spec, write_fd, log)
+            self._give_up(for_good=False)
+        return runner.spawn_worker(spec, fds, log)
 
     def close(self) -> None:
         if self.sock is not None:
@@ -113,38 +116,36 @@ class WarmPool:
                 _killpg(self.proc.pid)
                 self.proc.wait()
             self.proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
         self.ready = False
 
-    def server_output(self) -> str:
-        if self._log is None:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")
-
-    def _recv(self, limit: float) -> dict | None:
-        """The server's next message; None on EOF, a timeout, or garbage."""
+    def _recv(self, limit: float):
+        """The server's next message; _QUIET if none came within `limit`; None on EOF or garbage."""
         if self.sock is None:
             return None
         ready, _, _ = select.select([self.sock], [], [], max(0.0, limit))
         if not ready:
-            return None
+            return _QUIET
         try:
             data = self.sock.recv(65536)
             return json.loads(data) if data else None
         except (OSError, ValueError):
             return None
 
-    def _give_up(self) -> None:
-        """The server is dead or wedged: stop it; later checks use cold workers."""
-        self.failed, self.ready = True, False
-        if self.proc is not None:
-            _killpg(self.proc.pid)
+    def _give_up(self, for_good: bool) -> None:
+        """The server is dead or wedged: stop it. If it never got ready, checks use cold workers from now
+        on; if it died later (a user's file can kill its parent), the next check starts a new one."""
         if self.sock is not None:
             self.sock.close()
             self.sock = None
+        if self.proc is not None:
+            _killpg(self.proc.pid)
+            self.proc.wait()
+            self.proc = None
+        self.ready = False
+        self.failed = self.failed or for_good
+
+
+_QUIET = object()
 
 
 class WarmChild:
@@ -159,12 +160,15 @@ class WarmChild:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
+        """As Popen.wait (TimeoutExpired after `timeout`); with no timeout, REPLY_LIMIT at most."""
         deadline = time.monotonic() + (REPLY_LIMIT if timeout is None else timeout)
         while self.returncode is None:
             left = deadline - time.monotonic()
-            if left <= 0 or not self._read(left):
+            if left <= 0 and timeout is not None:
+                raise subprocess.TimeoutExpired(f"warm child {self.pid}", timeout)
+            if left <= 0 or self._read(left) is None:
                 # the server died (a child can kill its parent) or is wedged: the child's fate is unknown
-                self.pool._give_up()
+                self.pool._give_up(for_good=False)
                 _killpg(self.pid)
                 self.returncode = -signal.SIGKILL
         return self.returncode
@@ -172,11 +176,14 @@ class WarmChild:
     def kill(self) -> None:
         _killpg(self.pid)
 
-    def _read(self, limit: float) -> bool:
-        """Read one message if one comes within `limit`; False on EOF or timeout."""
+    def _read(self, limit: float) -> bool | None:
+        """Read one message if one comes within `limit`: True if read, False on a timeout, None when the
+        server is gone."""
         msg = self.pool._recv(limit)
-        if msg is None:
+        if msg is _QUIET:
             return False
+        if msg is None:
+            return None
         if msg.get("exit_pid") == self.pid:
             self.returncode = int(msg["exit"])
         return True
@@ -200,30 +207,58 @@ def serve(sock: socket.socket, warm_up: list[str]) -> int:
     _send(sock, {"ready": True})
     while True:
         try:
-            data, fds, _, _ = socket.recv_fds(sock, 65536, 2)
+            data, fds, _, _ = socket.recv_fds(sock, 65536, 16)
         except OSError:
             return 0
         if not data:  # the CLI closed its end: done
             return 0
-        if len(fds) != 2:
+        job = json.loads(data)
+        if len(fds) != 1 + len(job["fds"]):
             for fd in fds:
                 os.close(fd)
             continue
-        write_fd, log_fd = fds
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(sock, json.loads(data), write_fd, log_fd)  # never returns
+            _child(sock, job, fds)  # never returns
         try:
             os.setpgid(pid, pid)  # the child does it too: whichever runs first, no race with a kill
         except OSError:
             pass
-        os.close(write_fd)
-        os.close(log_fd)
+        for fd in fds:
+            os.close(fd)
         _send(sock, {"forked": pid})
-        _, status = os.waitpid(pid, 0)
-        _send(sock, {"exit_pid": pid, "exit": os.waitstatus_to_exitcode(status)})
+        _send(sock, {"exit_pid": pid, "exit": _reap(sock, pid)})
+
+
+def _reap(sock: socket.socket, pid: int) -> int:
+    """Wait for the child's exit code. If the CLI goes away meanwhile (killed, its terminal closed),
+    kill the child's group: nobody is left to enforce its deadline."""
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)  # readable when the child exits: no polling delay
+        except OSError:
+            pass
+    watching = [sock] + ([pidfd] if pidfd is not None else [])
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            ready, _, _ = select.select(watching, [], [], 1.0 if pidfd is not None else 0.01)
+            if sock in ready:
+                try:
+                    gone = sock.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    _killpg(pid)
+                watching.remove(sock)  # EOF, or a message for later: either way, stop looking
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def _warm_up(torch, exercise_ids: list[str]) -> None:
@@ -247,20 +282,26 @@ def _warm_up(torch, exercise_ids: list[str]) -> None:
                 pass
     finally:
         torch.cuda.is_available = real
+    # Its effect (on torch's own functions) is inherited by every fork: the worker need not redo it (20 ms).
+    import attn_drill.check.trace as trace
+
+    trace.keep_dynamo_out = lambda: None
 
 
-def _child(sock: socket.socket, spec: dict, write_fd: int, log_fd: int) -> None:
-    code = 70
+def _child(sock: socket.socket, job: dict, fds: list[int]) -> None:
+    code = 71  # set up failed: the runner reports an early exit as a crash
     try:
         sock.close()  # the user's code gets no line to the CLI
         os.setpgid(0, 0)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a cold worker
+        log_fd, received = fds[0], fds[1:]
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         os.close(log_fd)
+        _place(received, job["fds"])
         from attn_drill.check import worker
 
-        code = worker.main(["worker", str(write_fd), json.dumps(spec)])
+        code = worker.main(["worker", str(job["fds"][0]), json.dumps(job["spec"])])
     except BaseException:  # noqa: BLE001 - report it through the exit code and the log, never return
         import traceback
 
@@ -271,7 +312,21 @@ def _child(sock: socket.socket, spec: dict, write_fd: int, log_fd: int) -> None:
                 stream.flush()
             except Exception:  # noqa: BLE001
                 pass
-        os._exit(code if isinstance(code, int) else 70)
+        os._exit(code if isinstance(code, int) else 71)
+
+
+def _place(received: list[int], wanted: list[int]) -> None:
+    """Put each received descriptor at the number the worker expects (as pass_fds would): first out of
+    the way, above every wanted number, so that no dup2 closes one still to be placed."""
+    import fcntl
+
+    high = max([*wanted, *received, 2]) + 1
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, high) for fd in received]
+    for fd in received:
+        os.close(fd)
+    for fd, number in zip(moved, wanted):
+        os.dup2(fd, number)  # inheritable, as pass_fds leaves them
+        os.close(fd)
 
 
 def _send(sock: socket.socket, msg: dict) -> None:

@@ -1,0 +1,387 @@
+"""The timed mock interview: pick an exercise, write a fresh file, count down, check on save, ask three
+follow-up questions, score. No torch, no rich: what the user sees goes through a `ui` object
+(render_mock.MockScreen), and keys come from a `Keys` object.
+
+- The session in progress is one JSON file, home/mock.json, rewritten (atomically) at every step. Its
+  start time is stored, so quitting the command and running it again resumes the same countdown.
+- One mock at a time: the running command holds an exclusive flock on home/mock.lock, with its pid
+  written inside for the message the second one shows. The kernel drops the lock if the process dies.
+- Time comes from `now()`: ATTN_DRILL_CLOCK may name a file holding a fake "now" (seconds since the
+  epoch) so that tests move the clock instead of waiting for minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from attn_drill import catalogue, history, paths, questions
+from attn_drill.catalogue import Exercise
+
+CLOCK_ENV = "ATTN_DRILL_CLOCK"
+N_QUESTIONS = 3
+POLL = 0.05  # seconds between looks at the keyboard, the file and the clock
+MOCK_DIR = "mock"  # inside the practice folder: ./attn-practice/mock/<file>
+# The score, out of 100: a pass 50, time 20 (all of it up to the target, none from twice the target),
+# questions 30; each hint costs 5.
+PASS_POINTS, TIME_POINTS, QUESTION_POINTS, HINT_COST = 50, 20, 30, 5
+
+
+def now() -> float:
+    """Seconds since the epoch, or the fake time in the file ATTN_DRILL_CLOCK names."""
+    fake = os.environ.get(CLOCK_ENV)
+    if fake:
+        try:
+            return float(Path(fake).read_text().strip())
+        except (OSError, ValueError):
+            pass
+    return time.time()
+
+
+@dataclass
+class Session:
+    id: str
+    exercise: str
+    file: str  # the mock's own file, absolute
+    started_at: float  # now() when the countdown began
+    limit_seconds: float  # the countdown (--minutes, else the target)
+    target_seconds: float  # the catalogue's target time
+    strict: bool
+    seed: int | None
+    reason: str = ""  # why this exercise was picked
+    phase: str = "coding"  # coding, then questions, then done
+    checks: int = 0
+    hints: int = 0
+    mistakes: list[str] = field(default_factory=list)  # error slugs of every failing check, in order
+    last: dict | None = None  # the last check: {"passed", "slugs"}
+    seen: list | None = None  # the file's version (watch.signature) last checked, or the fresh skeleton's
+    ended_by: str | None = None  # pass, time or quit
+    ended_at: float | None = None
+    question_ids: list[str] = field(default_factory=list)
+    answers: list[int | None] = field(default_factory=list)
+
+    def left(self, at: float | None = None) -> float:
+        return self.limit_seconds - ((now() if at is None else at) - self.started_at)
+
+    @property
+    def used(self) -> float:
+        end = self.ended_at if self.ended_at is not None else now()
+        return max(0.0, min(end - self.started_at, self.limit_seconds))
+
+
+class MockBusy(Exception):
+    def __init__(self, pid: str):
+        super().__init__(pid)
+        self.pid = pid
+
+
+# -- the session file and the lock ---------------------------------------------------------------------
+def session_file() -> Path:
+    return paths.home() / "mock.json"
+
+
+def load() -> Session | None:
+    """The mock in progress, if any. An unreadable file is renamed aside (.corrupt) and ignored."""
+    path = session_file()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Session(**data)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):
+        try:
+            os.replace(path, path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
+        except OSError:
+            pass
+        return None
+
+
+def save(session: Session) -> None:
+    from attn_drill.atomic import write_atomic
+
+    write_atomic(session_file(), (json.dumps(asdict(session), indent=2) + "\n").encode("utf-8"), mode=0o600)
+
+
+def drop() -> None:
+    try:
+        session_file().unlink()
+    except FileNotFoundError:
+        pass
+
+
+@contextmanager
+def lock() -> Iterator[None]:
+    """Hold home/mock.lock while a mock runs; MockBusy(pid) if another process holds it."""
+    import fcntl
+
+    home = paths.home()
+    home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home / "mock.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise MockBusy(os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# -- starting ------------------------------------------------------------------------------------------
+def pick(rng: random.Random, exercises: list[Exercise] | None = None) -> tuple[Exercise, str]:
+    """Untried first, then never passed, then best time over the target, then the rest; random among
+    equals. Returns the exercise and why."""
+    exercises = exercises if exercises is not None else [e for e in catalogue.exercises().values()
+                                                         if e.skeleton.is_file()]
+    tried, solved, best = set(), set(), {}
+    for row in history.checks():
+        tried.add(row["exercise"])
+        if row["passed"]:
+            solved.add(row["exercise"])
+            if row["solve_seconds"] is not None:
+                best[row["exercise"]] = min(best.get(row["exercise"], float("inf")), row["solve_seconds"])
+    for card in history.mocks():
+        tried.add(card["exercise"])
+        if card.get("passed"):
+            solved.add(card["exercise"])
+            best[card["exercise"]] = min(best.get(card["exercise"], float("inf")), card["seconds_used"])
+
+    def rank(ex: Exercise) -> int:
+        if ex.id not in tried:
+            return 0
+        if ex.id not in solved:
+            return 1
+        return 2 if best.get(ex.id, float("inf")) > ex.minutes * 60 else 3
+
+    reasons = ["you have not tried it yet", "you have not passed it yet", "your best time is over the target",
+               "you pass everything in time: a random one"]
+    top = min(rank(e) for e in exercises)
+    chosen = rng.choice(sorted((e for e in exercises if rank(e) == top), key=lambda e: e.id))
+    return chosen, reasons[top]
+
+
+def mock_file(ex: Exercise, folder: Path | None = None) -> Path:
+    """./attn-practice/mock/<file>: never the practice file, which lives one folder up."""
+    return (Path(folder or paths.DEFAULT_PRACTICE_DIR) / MOCK_DIR / ex.file).absolute()
+
+
+def begin(ex: Exercise, *, minutes: float | None, strict: bool, seed: int | None, reason: str,
+          folder: Path | None = None):
+    """Write a fresh skeleton in the mock folder (an older mock file there is backed up first) and
+    start the clock. Returns (session, workspace.Written)."""
+    from attn_drill import workspace
+
+    written = workspace.write_skeleton(ex, mock_file(ex, folder), replace=True)
+    start = now()
+    session = Session(
+        id=time.strftime("%Y%m%d-%H%M%S", time.gmtime(start)) + f"-{ex.id}", exercise=ex.id,
+        file=str(written.path), started_at=start, limit_seconds=float(minutes or ex.minutes) * 60,
+        target_seconds=ex.minutes * 60.0, strict=strict, seed=seed, reason=reason)
+    session.seen = _version(written.path)  # the skeleton itself is not a save
+    save(session)
+    return session, written
+
+
+# -- running -------------------------------------------------------------------------------------------
+def run(session: Session, ui, keys, *, answers: list[int] | None = None) -> int:
+    """Take the session from wherever it stands to its scorecard. Ctrl-C leaves it to be resumed
+    (exit 130); the end returns 0 on a pass, 1 otherwise."""
+    from attn_drill.watch import Checker
+
+    ex = catalogue.get(session.exercise)
+    try:
+        if session.phase == "coding":
+            with Checker(ex.id, seed=session.seed) as checker:
+                _coding(session, ex, ui, keys, checker)
+        if session.phase == "questions":
+            _questions(session, ui, keys, answers)
+    except KeyboardInterrupt:
+        ui.left(session)
+        return 130
+    card = scorecard(session)
+    history.record_mock(card)
+    drop()
+    ui.scorecard(card, ex)
+    return 0 if card["passed"] else 1
+
+
+def _coding(session: Session, ex: Exercise, ui, keys, checker) -> None:
+    from attn_drill.watch import Watcher
+
+    path = Path(session.file)
+    watcher = Watcher(path)
+    watcher.checked = tuple(session.seen) if session.seen else None  # after a restart: saved since?
+    ui.coding(session, ex)
+    while True:
+        left = session.left()
+        if left <= 0:
+            return _end(session, ex, ui, checker, "time")
+        ui.tick(session, left)
+        key = keys.get(POLL)
+        if key == "q":
+            return _end(session, ex, ui, checker, "quit")
+        if key == "h":
+            _hint(session, ex, ui)
+        version = watcher.poll()
+        if (version or key == "c") and session.strict:
+            ui.strict_no_feedback()
+        elif version or key == "c":
+            if _check(session, ex, ui, checker):
+                return _end(session, ex, ui, checker, "pass")
+
+
+def _hint(session: Session, ex: Exercise, ui) -> None:
+    if session.strict:
+        return ui.strict_no_hints()
+    if session.hints >= len(ex.hints):
+        return ui.hint(None, session.hints, len(ex.hints))
+    session.hints += 1
+    save(session)
+    ui.hint(ex.hints[session.hints - 1], session.hints, len(ex.hints))
+
+
+def _version(path: Path) -> list | None:
+    from attn_drill.watch import signature
+
+    sig = signature(path)
+    return list(sig) if sig else None
+
+
+def _check(session: Session, ex: Exercise, ui, checker) -> bool:
+    """Check the mock file, show the report (unless strict) and note it; True on a pass."""
+    ui.checking(session)
+    version = _version(Path(session.file))
+    rep = checker.check(Path(session.file))
+    at = now()
+    session.checks += 1
+    slugs = [f.slug for f in rep.errors]
+    session.mistakes += slugs
+    session.last, session.seen = {"passed": rep.passed, "slugs": slugs}, version
+    save(session)
+    solve = min(at - session.started_at, session.limit_seconds) if rep.passed else None
+    history.record_report(rep, source="mock", attempt=f"mock:{session.id}", solve_seconds=solve)
+    ui.report(session, rep, ex)
+    return rep.passed
+
+
+def _end(session: Session, ex: Exercise, ui, checker, why: str) -> None:
+    """The coding part is over: a final check if the file changed since the last one (in strict mode,
+    the one and only check), then on to the questions."""
+    end = now() if why != "time" else session.started_at + session.limit_seconds
+    ui.ended(session, why)
+    version = _version(Path(session.file))
+    if why != "pass" and version is not None and (session.strict or version != session.seen):
+        _check(session, ex, ui, checker)
+    session.ended_by, session.ended_at = why, end
+    rng = random.Random(session.seed)
+    asked = {q for card in history.mocks(limit=5) for q in card.get("questions", {}).get("ids", [])}
+    session.question_ids = [q.id for q in questions.pick(ex.concepts, N_QUESTIONS, rng=rng, avoid=asked)]
+    session.phase = "questions"
+    save(session)
+
+
+def _questions(session: Session, ui, keys, scripted: list[int] | None) -> None:
+    bank = questions.bank()
+    asked = [bank[i] for i in session.question_ids if i in bank]
+    for i, q in enumerate(asked):
+        if i < len(session.answers):
+            continue  # answered before a restart
+        ui.question(q, i + 1, len(asked))
+        if scripted is not None:
+            choice = scripted[i] if i < len(scripted) else None
+        else:
+            choice = keys.choice(len(q.choices))
+        ui.answer_given(choice, scripted=scripted is not None)
+        session.answers.append(choice)
+        save(session)
+        ui.answered(q, choice)
+    session.phase = "done"
+    save(session)
+
+
+def scorecard(session: Session) -> dict:
+    bank = questions.bank()
+    asked = [bank[i] for i in session.question_ids if i in bank]
+    right = sum(q.is_right(a) for q, a in zip(asked, session.answers))
+    passed = bool(session.last and session.last["passed"])
+    used, target = session.used, session.target_seconds
+    points = {
+        "pass": PASS_POINTS if passed else 0,
+        "time": round(TIME_POINTS * max(0.0, min(1.0, (2 * target - used) / target))) if passed else 0,
+        "questions": round(QUESTION_POINTS * right / len(asked)) if asked else 0,
+        "hints": -HINT_COST * session.hints,
+    }
+    return {
+        "id": session.id, "exercise": session.exercise, "strict": session.strict,
+        "started_at": session.started_at, "ended_at": session.ended_at or now(), "ended_by": session.ended_by,
+        "passed": passed, "final_slugs": (session.last or {}).get("slugs", []),
+        "seconds_used": round(used, 1), "target_seconds": target, "limit_seconds": session.limit_seconds,
+        "checks": session.checks, "hints": session.hints,
+        "questions": {"ids": [q.id for q in asked], "answers": session.answers[:len(asked)],
+                      "right": right, "total": len(asked)},
+        "mistakes": [{"slug": s, "count": n} for s, n in Counter(session.mistakes).items()],
+        "points": points, "score": max(0, min(100, sum(points.values()))),
+    }
+
+
+class Keys:
+    """Keys from the terminal, one at a time (cbreak mode, no Enter needed), or characters from a pipe.
+    When stdin is closed or missing (a script), no key ever comes."""
+
+    def __init__(self, fd: int | None):
+        self.fd, self.pending, self.closed, self._saved = fd, "", fd is None, None
+
+    def __enter__(self) -> "Keys":
+        if self.fd is not None and os.isatty(self.fd):
+            import termios
+            import tty
+
+            self._saved = termios.tcgetattr(self.fd)
+            tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._saved is not None:
+            import termios
+
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+
+    def get(self, timeout: float) -> str | None:
+        """The next key (lower case), waiting at most `timeout`; None if none came."""
+        import select
+
+        if not self.pending and not self.closed:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if ready:
+                data = os.read(self.fd, 64)
+                self.closed = not data
+                self.pending += data.decode("utf-8", "replace")
+        elif self.closed:
+            time.sleep(timeout)
+        while self.pending:
+            key, self.pending = self.pending[0], self.pending[1:]
+            if not key.isspace():
+                return key.lower()
+        return None
+
+    def choice(self, n: int) -> int | None:
+        """Wait for a digit 1..n; None if stdin closes first."""
+        while True:
+            key = self.get(0.5)
+            if key is not None and key.isdigit() and 1 <= int(key) <= n:
+                return int(key)
+            if self.closed and not self.pending:
+                return None

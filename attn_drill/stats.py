@@ -1,0 +1,88 @@
+"""`attn-drill stats`: progress by exercise and by mistake, from the practice history. Plain data; the
+CLI prints it as JSON or hands it to render_mock.stats.
+
+An attempt is one go at an exercise: a practice file from `start` (or `reset`) until the next one, or one
+mock. Its solve time is the time from its start to its first pass. Checks of other files count as checks
+(and their mistakes as mistakes) but belong to no attempt.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+
+from attn_drill import catalogue, history
+
+SPARKS = "▁▂▃▄▅▆▇█"
+RECENT_MOCKS = 10
+TOP_MISTAKES = 3
+TREND_STEP = 5  # points between the halves' averages that count as a move up or down
+
+
+def compute(recent: int = RECENT_MOCKS) -> dict:
+    rows, cards = history.checks(), history.mocks()
+    by_exercise = defaultdict(list)
+    for r in rows:
+        by_exercise[r["exercise"]].append(r)
+    known = catalogue.exercises()
+    order = [i for i in known if i in by_exercise] + sorted(i for i in by_exercise if i not in known)
+    return {
+        "exercises": [_exercise(i, by_exercise[i], known.get(i)) for i in order],
+        "mocks": _mocks(cards, recent),
+    }
+
+
+def _exercise(exercise_id: str, rows: list[dict], ex) -> dict:
+    attempts = {r["attempt"] for r in rows if r["attempt"]}
+    passed_attempts = {r["attempt"] for r in rows if r["attempt"] and r["passed"]}
+    solve: dict[str, float] = {}
+    for r in rows:
+        if r["attempt"] and r["passed"] and r["solve_seconds"] is not None:
+            solve[r["attempt"]] = min(solve.get(r["attempt"], float("inf")), r["solve_seconds"])
+    times = sorted(solve.values())
+    mistakes = Counter(slug for r in rows if not r["passed"] for slug in dict.fromkeys(r["slugs"]))
+    return {
+        "id": exercise_id,
+        "title": ex.title if ex else None,
+        "target_seconds": ex.minutes * 60 if ex else None,
+        "checks": len(rows),
+        "passing_checks": sum(r["passed"] for r in rows),
+        "attempts": len(attempts),
+        "passes": len(passed_attempts),
+        "best_seconds": times[0] if times else None,
+        "median_seconds": round(statistics.median(times), 1) if times else None,
+        "mistakes": [{"slug": s, "count": n} for s, n in mistakes.most_common(TOP_MISTAKES)],
+        "last_at": _iso(max(r["at"] for r in rows)),
+    }
+
+
+def _mocks(cards: list[dict], recent: int) -> dict:
+    last = cards[-recent:]
+    scores = [c["score"] for c in last]
+    return {
+        "count": len(cards),
+        "recent": [{
+            "id": c["id"], "exercise": c["exercise"], "ended_at": _iso(c["ended_at"]), "score": c["score"],
+            "passed": c["passed"], "strict": c.get("strict", False), "seconds_used": c["seconds_used"],
+            "target_seconds": c["target_seconds"], "questions_right": c["questions"]["right"],
+            "questions_total": c["questions"]["total"], "hints": c.get("hints", 0),
+        } for c in last],
+        "trend": trend(scores),
+    }
+
+
+def trend(scores: list[float]) -> dict:
+    """A sparkline of the scores (0-100, oldest first) and which way they go: the average of the later
+    half against the earlier half."""
+    spark = "".join(SPARKS[min(len(SPARKS) - 1, int(s / 100 * len(SPARKS)))] for s in scores)
+    if len(scores) < 2:
+        return {"scores": scores, "sparkline": spark, "direction": None, "change": None}
+    half = len(scores) // 2
+    change = statistics.mean(scores[-half:]) - statistics.mean(scores[:half])
+    direction = "up" if change >= TREND_STEP else "down" if change <= -TREND_STEP else "flat"
+    return {"scores": scores, "sparkline": spark, "direction": direction, "change": round(change, 1)}
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,341 @@
+"""The mock interview: picking, the scorecard, the lock, resuming, and whole sessions driven through a
+pipe (--answers) and through a real pseudo-terminal (pexpect), with a fake clock so nothing waits."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import attn_drill_script
+
+from attn_drill import catalogue, history, mock, questions
+
+SDPA, MHA = catalogue.get("sdpa"), catalogue.get("mha")
+CORPUS = Path(__file__).parent / "corpus"
+T0 = 2_000_000_000.0
+
+
+@pytest.fixture
+def fake_clock(tmp_path, monkeypatch):
+    """A file holding "now"; set(t) moves time for this process and for the commands it starts."""
+    path = tmp_path / "clock"
+
+    class Clock:
+        def set(self, t: float) -> None:
+            tmp = path.with_name("clock.tmp")
+            tmp.write_text(repr(t))
+            os.replace(tmp, path)
+
+    clock = Clock()
+    clock.set(T0)
+    monkeypatch.setenv(mock.CLOCK_ENV, str(path))
+    return clock
+
+
+def wait_for(path: Path, limit: float = 60) -> None:
+    deadline = time.monotonic() + limit
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def save(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def mock_file(work: Path, ex=SDPA) -> Path:
+    return work / "attn-practice" / "mock" / ex.file
+
+
+def spawn(*args: str, work: Path):
+    pexpect = pytest.importorskip("pexpect")
+    return pexpect.spawn(attn_drill_script(), list(args), cwd=str(work), env=dict(os.environ), encoding="utf-8",
+                         timeout=120, dimensions=(60, 140))
+
+
+def card_of_the_one_mock() -> dict:
+    cards = history.mocks()
+    assert len(cards) == 1
+    return cards[0]
+
+
+# -- the parts -------------------------------------------------------------------------------------------
+def test_the_clock_is_injectable(fake_clock, monkeypatch):
+    assert mock.now() == T0
+    fake_clock.set(T0 + 12.5)
+    assert mock.now() == T0 + 12.5
+    monkeypatch.delenv(mock.CLOCK_ENV)
+    assert abs(mock.now() - time.time()) < 5
+
+
+def passes(exercise: str, seconds: float, attempt: str) -> None:
+    history.record_check(exercise, passed=True, slugs=[], attempt=attempt, solve_seconds=seconds)
+
+
+def test_pick_goes_untried_then_unpassed_then_slow_then_random():
+    exercises = [SDPA, MHA]
+    picked = {mock.pick(random.Random(s), exercises)[0].id for s in range(20)}
+    assert picked == {"sdpa", "mha"}  # both untried: random among equals
+    history.record_check("sdpa", passed=False, slugs=["missing-scale"])
+    assert mock.pick(random.Random(0), exercises) == (MHA, "you have not tried it yet")
+    history.record_check("mha", passed=False, slugs=["wrong-head-merge"])
+    passes("sdpa", SDPA.minutes * 60 * 3, "a")
+    assert mock.pick(random.Random(0), exercises) == (MHA, "you have not passed it yet")
+    passes("mha", 30, "b")  # mha in time, sdpa only over its target
+    assert mock.pick(random.Random(0), exercises) == (SDPA, "your best time is over the target")
+    passes("sdpa", 20, "c")
+    chosen, why = mock.pick(random.Random(0), exercises)
+    assert "random" in why
+    assert {mock.pick(random.Random(s), exercises)[0].id for s in range(20)} == {"sdpa", "mha"}
+
+
+def test_a_passed_mock_counts_for_picking():
+    history.record_mock({"id": "m", "exercise": "sdpa", "started_at": 0, "ended_at": 1, "strict": False,
+                         "passed": True, "seconds_used": 10.0, "target_seconds": 180.0, "score": 90})
+    assert mock.pick(random.Random(0), [SDPA, MHA])[0] is MHA
+
+
+def session(**kw) -> mock.Session:
+    base = dict(id="s", exercise="sdpa", file="/x/sdpa.py", started_at=T0, limit_seconds=180.0,
+                target_seconds=180.0, strict=False, seed=1, ended_at=T0 + 120, ended_by="pass",
+                last={"passed": True, "slugs": []}, checks=3, hints=1,
+                mistakes=["missing-scale", "missing-scale", "mask-ignored"])
+    base.update(kw)
+    return mock.Session(**base)
+
+
+def test_the_scorecard_adds_up():
+    qs = questions.pick(["scaling"], 3, rng=random.Random(0))
+    right_two = [qs[0].answer, qs[1].answer, qs[2].answer % len(qs[2].choices) + 1]
+    card = mock.scorecard(session(question_ids=[q.id for q in qs], answers=right_two))
+    assert card["points"] == {"pass": 50, "time": 20, "questions": 20, "hints": -5} and card["score"] == 85
+    assert card["mistakes"] == [{"slug": "missing-scale", "count": 2}, {"slug": "mask-ignored", "count": 1}]
+    assert card["questions"] == {"ids": [q.id for q in qs], "answers": right_two, "right": 2, "total": 3}
+    assert (card["seconds_used"], card["checks"], card["hints"], card["passed"]) == (120.0, 3, 1, True)
+
+    slow = mock.scorecard(session(ended_at=T0 + 270, limit_seconds=600.0, question_ids=[q.id for q in qs],
+                                  answers=right_two))
+    assert slow["points"]["time"] == 10  # halfway between the target and twice the target
+    failed = mock.scorecard(session(last={"passed": False, "slugs": ["missing-scale"]}, hints=0,
+                                    question_ids=[q.id for q in qs], answers=[None, None, None]))
+    assert failed["score"] == 0 and failed["final_slugs"] == ["missing-scale"]
+
+
+def test_begin_writes_a_fresh_file_in_the_mock_folder_and_backs_up_an_old_one(isolated, run_script, fake_clock):
+    assert run_script("start", "sdpa").returncode == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    practice.write_text("# my practice work\n")
+    target = mock_file(isolated)
+    target.parent.mkdir(parents=True)
+    target.write_text("# my last mock\n")
+    s, written = mock.begin(SDPA, minutes=None, strict=False, seed=0, reason="")
+    assert Path(s.file) == target and target.read_bytes() == SDPA.skeleton.read_bytes()
+    assert written.backup and written.backup.read_text() == "# my last mock\n"
+    assert practice.read_text() == "# my practice work\n"
+    assert (s.started_at, s.limit_seconds, s.target_seconds) == (T0, 180.0, 180.0)
+    assert mock.load() == s  # saved, and read back the same
+
+
+def test_a_corrupt_session_file_is_set_aside(home):
+    home.mkdir()
+    mock.session_file().write_text("{not json")
+    assert mock.load() is None
+    assert not mock.session_file().exists()
+    assert any(p.name.startswith("mock.json.corrupt-") for p in home.iterdir())
+
+
+def test_one_mock_at_a_time(run_script):
+    with mock.lock():
+        r = run_script("mock", "--exercise", "sdpa")
+        assert r.returncode == 2
+        assert f"another mock is running (process {os.getpid()})" in r.stderr
+        with pytest.raises(mock.MockBusy):  # also within one process: a second lock is refused
+            with mock.lock():
+                pass
+    with mock.lock():  # released: free again
+        pass
+
+
+def test_bad_answers_are_a_usage_error(run_script):
+    r = run_script("mock", "--answers", "1,x")
+    assert r.returncode == 2 and "--answers" in r.stderr
+
+
+# -- whole sessions through a pipe (--answers, no terminal) -------------------------------------------------
+def test_a_scripted_mock_that_passes(isolated, fake_clock, run_script):
+    assert run_script("start", "sdpa").returncode == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    before = practice.read_bytes()
+    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--seed", "4", "--answers", "1,2,3"],
+                            cwd=isolated, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    target = mock_file(isolated)
+    wait_for(mock.session_file())  # written once the fresh file's version is noted
+    fake_clock.set(T0 + 100)
+    save(target, SDPA.reference.read_text())
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out + err
+    assert "attn-practice/mock/sdpa.py" in out and "PASSED" in out
+    assert out.count("(from --answers)") == 3 and "scorecard" in out
+    card = card_of_the_one_mock()
+    bank = questions.bank()
+    right = sum(bank[q].answer == a for q, a in zip(card["questions"]["ids"], [1, 2, 3]))
+    assert card["questions"]["right"] == right and card["questions"]["answers"] == [1, 2, 3]
+    assert card["passed"] and card["ended_by"] == "pass" and card["seconds_used"] == 100.0
+    assert f"{card['score']} / 100" in out
+    assert all(set(bank[q].concepts) & set(SDPA.concepts) for q in card["questions"]["ids"])
+    assert practice.read_bytes() == before  # the practice file is never touched
+    assert not mock.session_file().exists()
+    mock_checks = [r for r in history.checks("sdpa") if r["source"] == "mock"]
+    assert len(mock_checks) == 1 and mock_checks[0]["attempt"] == f"mock:{card['id']}"
+
+
+def test_a_scripted_mock_that_times_out(isolated, fake_clock):
+    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--minutes", "2", "--answers", "1"],
+                            cwd=isolated, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    target = mock_file(isolated)
+    wait_for(mock.session_file())
+    save(target, (CORPUS / "sdpa" / "missing-scale__no_div.py").read_text())
+    deadline = time.monotonic() + 60
+    while not [r for r in history.checks() if r["source"] == "mock"]:  # checked on save
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    fake_clock.set(T0 + 121)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out + err
+    assert "Time's up" in out and "missing-scale" in out
+    card = card_of_the_one_mock()
+    assert card["ended_by"] == "time" and not card["passed"] and card["seconds_used"] == 120.0
+    assert card["checks"] == 1 and card["final_slugs"] == ["missing-scale"]  # checked on save, not again
+    assert card["mistakes"] == [{"slug": "missing-scale", "count": 1}]
+    assert card["questions"]["answers"] == [1, None, None]  # the other two unanswered
+    assert card["points"]["pass"] == 0 and card["points"]["time"] == 0
+
+
+def test_abandon_drops_the_session_but_keeps_the_file(isolated, fake_clock, run_script):
+    s, _ = mock.begin(SDPA, minutes=None, strict=False, seed=0, reason="")
+    r = run_script("mock", "--abandon")
+    assert r.returncode == 0 and "Dropped the mock of sdpa" in r.stdout
+    assert mock.load() is None and Path(s.file).exists()
+    assert "No mock in progress" in run_script("mock", "--abandon").stdout
+
+
+def test_a_mock_left_during_the_questions_resumes_at_the_next_question(isolated, fake_clock, run_script):
+    s, _ = mock.begin(SDPA, minutes=None, strict=False, seed=0, reason="")
+    qs = questions.pick(SDPA.concepts, 3, rng=random.Random(0))
+    s.phase, s.ended_by, s.ended_at = "questions", "quit", T0 + 42
+    s.question_ids, s.answers = [q.id for q in qs], [qs[0].answer]
+    mock.save(s)
+    fake_clock.set(T0 + 500)  # time spent on the questions does not count
+    r = run_script("mock", "--answers", "4,3,2")
+    assert r.returncode == 1, r.stdout + r.stderr  # never checked: not passed
+    assert "Follow-up 1/3" not in r.stdout and "Follow-up 2/3" in r.stdout and "Follow-up 3/3" in r.stdout
+    card = card_of_the_one_mock()
+    assert card["questions"]["answers"] == [qs[0].answer, 3, 2]
+    assert card["seconds_used"] == 42.0 and card["checks"] == 0
+
+
+# -- in a real terminal ------------------------------------------------------------------------------------
+def test_countdown_hints_and_questions_in_a_terminal(isolated, fake_clock):
+    pexpect = pytest.importorskip("pexpect")
+    child = spawn("mock", "--exercise", "sdpa", "--minutes", "1", "--seed", "2", work=isolated)
+    try:
+        child.expect("1:00 left")
+        fake_clock.set(T0 + 50)
+        child.expect("0:10 left")
+        child.send("h")
+        child.expect("hint 1/")
+        save(mock_file(isolated), (CORPUS / "sdpa" / "mask-inverted__where_swapped.py").read_text())
+        child.expect("FAILED")
+        child.expect("checks 1 · hints 1")
+        fake_clock.set(T0 + 61)
+        child.expect("Time's up")
+        answers = []
+        for i in range(1, 4):
+            child.expect(f"Follow-up {i}/3")
+            child.expect(r"answer \(1-(\d)\): ")
+            answers.append(1 + i % int(child.match.group(1)))
+            child.send(str(answers[-1]))
+            child.expect(["✓ right", "✗ not quite"])
+            child.expect("why: ")
+        child.expect("scorecard")
+        child.expect("mask-inverted x1")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 1  # did not pass
+    card = card_of_the_one_mock()
+    assert card["hints"] == 1 and card["checks"] == 1 and card["questions"]["answers"] == answers
+    assert card["ended_by"] == "time" and card["seconds_used"] == 60.0
+
+
+def test_leave_and_resume_keeps_the_clock_running(isolated, fake_clock):
+    pexpect = pytest.importorskip("pexpect")
+    child = spawn("mock", "--exercise", "sdpa", "--seed", "1", work=isolated)
+    try:
+        child.expect("3:00 left")
+        fake_clock.set(T0 + 30)
+        child.expect("2:30 left")
+        child.sendintr()
+        child.expect("Left the mock; its clock keeps running")
+        child.expect("resumes it")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 130
+    assert mock.load().exercise == "sdpa" and not history.mocks()
+
+    fake_clock.set(T0 + 100)  # 70 s pass while no command runs
+    child = spawn("mock", "--exercise", "mha", work=isolated)
+    try:
+        child.expect("A mock of sdpa is in progress")
+        child.expect("Resuming your mock of")
+        child.expect("1:20 left")
+        save(mock_file(isolated), SDPA.reference.read_text())
+        child.expect("PASSED")
+        for i in range(1, 4):
+            child.expect(f"Follow-up {i}/3")
+            child.send("1")
+            child.expect("why: ")
+        child.expect("scorecard")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    card = card_of_the_one_mock()
+    assert card["passed"] and card["seconds_used"] == 100.0 and card["exercise"] == "sdpa"
+    assert not mock_file(isolated, MHA).exists()
+
+
+def test_strict_mode_gives_no_hints_and_no_feedback_until_the_end(isolated, fake_clock):
+    pexpect = pytest.importorskip("pexpect")
+    child = spawn("mock", "--exercise", "sdpa", "--strict", "--answers", "1,1,1", work=isolated)
+    try:
+        child.expect("3:00 left")
+        child.send("h")
+        child.expect("Strict mode: no hints")
+        save(mock_file(isolated), SDPA.reference.read_text())
+        child.expect("saved. Strict mode: your file is checked once, at the end")
+        child.send("c")
+        child.expect("checked once, at the end")
+        fake_clock.set(T0 + 95)
+        child.expect("1:25 left")
+        assert "PASSED" not in child.before
+        child.send("q")
+        child.expect("You ended the coding part")
+        child.expect("PASSED")  # the one check
+        child.expect("scorecard")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    card = card_of_the_one_mock()
+    assert card["strict"] and card["passed"] and card["checks"] == 1 and card["hints"] == 0
+    assert card["ended_by"] == "quit" and card["seconds_used"] == 95.0

@@ -1,0 +1,244 @@
+"""watch: noticing saves (the folder's entry, debounced), the warm worker (a fresh process per check, the
+same verdicts as a cold worker, hangs and hostile files), and the command in a real terminal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import attn_drill_script
+
+from attn_drill import catalogue, history
+from attn_drill.check import runner, warm
+from attn_drill.watch import Checker, Watcher, signature
+
+CORPUS = Path(__file__).parent / "corpus"
+SDPA = catalogue.get("sdpa")
+needs_warm = pytest.mark.skipif(not warm.available(), reason="no fork or SOCK_SEQPACKET here")
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def replace(path: Path, text: str) -> None:
+    """Save as many editors do: a new file renamed over the old one."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# -- noticing saves ----------------------------------------------------------------------------------
+def test_a_save_is_reported_once_it_has_settled(isolated):
+    f, clock = isolated / "sdpa.py", FakeClock()
+    f.write_text("one")
+    w = Watcher(f, debounce=0.05, clock=clock)
+    w.checked = signature(f)  # already checked
+    assert w.poll() is None
+    assert w._settle_wait(0.05) == 0.05  # nothing pending: the full poll interval
+    f.write_text("two, longer")
+    assert w.poll() is None  # just changed: not settled yet
+    clock.t += 0.03
+    assert w.poll() is None
+    assert abs(w._settle_wait(0.05) - 0.02) < 1e-9  # look again just when the debounce ends
+    f.write_text("three, longer still")  # a second write restarts the wait
+    assert w.poll() is None
+    clock.t += 0.03
+    assert w.poll() is None
+    clock.t += 0.03
+    assert w.poll() == signature(f)  # settled: one check for both writes
+    clock.t += 1
+    assert w.poll() is None  # and only once
+
+
+def test_a_replace_with_the_same_size_and_time_is_a_save(isolated):
+    f, clock = isolated / "sdpa.py", FakeClock()
+    f.write_text("aaaa")
+    w = Watcher(f, debounce=0.05, clock=clock)
+    w.checked = signature(f)
+    st = f.stat()
+    replace(f, "bbbb")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # only the inode tells them apart
+    assert w.poll() is None
+    clock.t += 0.1
+    assert w.poll() is not None
+
+
+def test_a_missing_file_waits_and_other_files_are_ignored(isolated):
+    f, clock = isolated / "sdpa.py", FakeClock()
+    f.write_text("x")
+    w = Watcher(f, debounce=0.05, clock=clock)
+    w.checked = signature(f)
+    (isolated / "mha.py").write_text("another exercise")  # same folder, not ours
+    clock.t += 1
+    assert w.poll() is None
+    f.unlink()
+    assert w.poll() is None and w.missing
+    clock.t += 1
+    assert w.poll() is None
+    f.write_text("back")
+    clock.t += 0.01
+    assert w.poll() is None and not w.missing
+    clock.t += 0.1
+    assert w.poll() == signature(f)
+
+
+def test_changes_yields_the_file_as_it_is_first(isolated):
+    f = isolated / "sdpa.py"
+    f.write_text("x")
+    assert next(Watcher(f).changes(poll=0.01)) == signature(f)
+
+
+# -- the warm worker ---------------------------------------------------------------------------------
+LEAK = """
+import builtins
+builtins.attn_drill_checks_seen = getattr(builtins, "attn_drill_checks_seen", 0) + 1
+if builtins.attn_drill_checks_seen > 1:
+    raise RuntimeError("this process has run my file before")
+"""
+
+
+@needs_warm
+def test_every_check_runs_in_a_fresh_process(isolated):
+    f = isolated / "sdpa.py"
+    f.write_text(SDPA.reference.read_text() + LEAK)
+    cold = list(runner.run_checks([runner.Job(f, "sdpa")] * 2, seed=0))  # one cold worker, two jobs
+    assert [r.passed for r in cold] == [True, False]  # proves the file can tell
+    with Checker("sdpa", seed=0) as checker:
+        reports = [checker.check(f) for _ in range(3)]
+    assert [r.passed for r in reports] == [True] * 3, [r.findings for r in reports]
+
+
+CASES = ["ok__manual_softmax.py", "missing-scale__no_div.py", "mask-inverted__where_swapped.py",
+         "crash__os_exit.py", "crash__segfault.py", "syntax-error__missing_colon.py",
+         "torch-modified__patch_allclose.py", "timeout__forgot_increment.py"]
+
+
+@needs_warm
+def test_warm_and_cold_workers_give_the_same_verdicts():
+    files = [CORPUS / "sdpa" / name for name in CASES if (CORPUS / "sdpa" / name).exists()]
+    assert len(files) >= 6
+    jobs = [runner.Job(f, "sdpa") for f in files]
+
+    def verdicts(reports):
+        return {Path(r.file).name: (r.passed, [f.slug for f in r.findings]) for r in reports}
+
+    cold = verdicts(runner.run_checks(jobs, seed=5, timeout=3))
+    with warm.WarmPool(["sdpa"]) as pool:
+        hot = verdicts(runner.run_checks(jobs, seed=5, timeout=3, spawn=pool.spawn))
+        assert pool.ready and not pool.failed  # no silent fall-back to cold workers
+    assert hot == cold
+    for name, (passed, slugs) in hot.items():
+        expected = name.split("__")[0]
+        assert passed if expected == "ok" else slugs[0] == expected, (name, slugs)
+
+
+KILL_PARENT = """
+import os, signal
+if os.getppid() != {test_pid}:  # never the test process itself, were the check to run cold
+    os.kill(os.getppid(), signal.SIGKILL)
+"""
+
+
+@needs_warm
+def test_a_hang_times_out_and_a_file_that_kills_the_server_costs_only_speed(isolated):
+    hang = CORPUS / "sdpa" / "timeout__forgot_increment.py"
+    killer = isolated / "sdpa.py"
+    killer.write_text(SDPA.reference.read_text() + KILL_PARENT.format(test_pid=os.getpid()))
+    with Checker("sdpa", seed=0, timeout=1.5) as checker:
+        t = time.monotonic()
+        rep = checker.check(hang)
+        assert rep.findings[0].slug == "timeout" and time.monotonic() - t < 10
+        assert checker.check(SDPA.reference).passed  # the server survived the kill of its child
+        first_server = checker.pool.proc.pid
+        assert checker.check(killer).passed  # the report came even though the server died
+        assert checker.check(SDPA.reference).passed  # and a new server took over
+        assert checker.pool.proc.pid != first_server and not checker.pool.failed
+
+
+ORPHAN = """
+import os, sys, tempfile
+from pathlib import Path
+from attn_drill.check import warm
+pool = warm.WarmPool([])
+assert pool.wait_ready()
+read_fd, write_fd = os.pipe()
+log, faults = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+spec = {{"seed": 0, "timeout": 60, "fault_fd": faults.fileno(), "jobs": [{{"path": {path!r}, "exercise": "sdpa"}}]}}
+child = pool.spawn(spec, (write_fd, faults.fileno()), log)
+os.read(read_fd, 100)  # the child has started
+print(child.pid, pool.proc.pid, "torch" in sys.modules, flush=True)
+os._exit(0)  # the CLI dies mid-check, with no clean-up
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie waiting for a reaper is gone for our purposes
+
+
+@needs_warm
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_when_the_cli_dies_the_server_kills_the_running_check_and_exits():
+    hang = CORPUS / "sdpa" / "timeout__forgot_increment.py"
+    r = subprocess.run([sys.executable, "-c", ORPHAN.format(path=str(hang))], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    child, server, cli_had_torch = r.stdout.split()
+    assert cli_had_torch == "False"  # the CLI side never imports torch
+    deadline = time.monotonic() + 10
+    while (alive(int(child)) or alive(int(server))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(int(child)) and not alive(int(server))
+
+
+def test_without_a_warm_server_checks_still_run_cold(isolated, monkeypatch):
+    monkeypatch.setattr(warm, "available", lambda: False)
+    with Checker("sdpa", seed=0) as checker:
+        assert checker.check(SDPA.reference).passed
+        assert checker.pool.failed and checker.pool.proc is None
+
+
+# -- the command --------------------------------------------------------------------------------------
+def test_watch_needs_a_started_exercise(run_script):
+    r = run_script("watch")
+    assert r.returncode == 2 and "no exercise started" in r.stderr
+
+
+@needs_warm
+def test_watch_in_a_terminal_rechecks_on_save_and_stops_on_ctrl_c(isolated, run_script):
+    pexpect = pytest.importorskip("pexpect")
+    assert run_script("start", "sdpa").returncode == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    child = pexpect.spawn(attn_drill_script(), ["watch"], cwd=str(isolated), env=dict(os.environ),
+                          encoding="utf-8", timeout=120, dimensions=(50, 120))
+    try:
+        child.expect("FAILED")  # the skeleton, checked as it stands
+        child.expect("save to check again")
+        (isolated / "attn-practice" / "mha.py").write_text("another exercise's file: not watched")
+        with pytest.raises(pexpect.TIMEOUT):
+            child.expect(["FAILED", "PASSED"], timeout=1.0)
+        replace(practice, SDPA.reference.read_text())
+        child.expect("PASSED", timeout=30)
+        child.expect("Solved in")
+        child.sendintr()
+        child.expect("Stopped watching")
+        child.expect(pexpect.EOF, timeout=30)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    rows = history.checks("sdpa")
+    assert [(r["passed"], r["source"]) for r in rows] == [(False, "watch"), (True, "watch")]
+    assert rows[1]["solve_seconds"] is not None and rows[0]["attempt"] == rows[1]["attempt"]
+    assert practice.read_text() == SDPA.reference.read_text()  # watching never writes the file
