@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import catalogue, cli, paths, state
+from attn_drill import catalogue, cli, commands, paths, state
 
 MHA = catalogue.get("mha")
 SDPA = catalogue.get("sdpa")
@@ -205,7 +205,7 @@ def test_solution_without_a_terminal_refuses():
 
 @pytest.mark.parametrize("answer, shown, code", [("y\n", True, 0), ("n\n", False, 1), ("\n", False, 1)])
 def test_solution_asks_on_a_terminal(monkeypatch, answer, shown, code):
-    monkeypatch.setattr(cli, "_interactive", lambda: True)
+    monkeypatch.setattr(commands, "_interactive", lambda: True)
     r = invoke("solution", "mha", input=answer)
     assert "not passed mha yet" in r.stdout
     assert r.exit_code == code and (REFERENCE_LINE in r.stdout) == shown
@@ -246,7 +246,7 @@ def test_reset_without_a_terminal_refuses_and_changes_nothing(isolated):
 
 
 def test_reset_asks_on_a_terminal(monkeypatch, isolated, home):
-    monkeypatch.setattr(cli, "_interactive", lambda: True)
+    monkeypatch.setattr(commands, "_interactive", lambda: True)
     invoke("start", "mha")
     target = isolated / "attn-practice" / "mha.py"
     target.write_text("# my work\n")

@@ -1,0 +1,103 @@
+"""The work of the practice commands: watch (check on every save), mock (a timed interview) and stats."""
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from attn_drill.catalogue import Exercise
+
+from attn_drill.commands import _exercise, _fail, _jobs, _nice, _record
+
+def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
+    from attn_drill import render, render_mock, state, watch
+
+    [(path, ex)] = _jobs([], exercise_id, state.load())
+    out, nice = render.console(), _nice(path)
+    render_mock.watch_intro(out, ex, nice)
+    try:
+        with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
+            for _ in watch.Watcher(path).changes(on_missing=lambda: render_mock.watch_missing(out, nice)):
+                rep = checker.check(path)
+                render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
+                took, best = _record(ex, path, rep, "watch")
+                render_mock.watch_footer(out, rep, ex, nice, took=took, best=best)
+    except KeyboardInterrupt:
+        render_mock.watch_stopped(out)
+    return 0
+
+
+def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool, seed: Optional[int],
+             answers: Optional[str], abandon: bool) -> int:
+    from attn_drill import mock, questions, render, render_mock
+
+    try:
+        scripted = questions.parse_answers(answers)
+    except ValueError as e:
+        _fail(f"--answers: {e}.", "give the choice numbers in order, e.g. --answers 1,3,2")
+    forced = _exercise(exercise_id) if exercise_id else None
+    out = render.console()
+    try:
+        with mock.lock():
+            session = mock.load()
+            if abandon:
+                return _abandon_mock(out, session)
+            ui = render_mock.MockScreen(out)
+            if session is not None:
+                asked = (forced and forced.id != session.exercise) or minutes or (strict and not session.strict)
+                note = (f"A mock of {session.exercise} is in progress: finishing it first "
+                        "(attn-drill mock --abandon drops it)." if asked else "")
+                ui.intro(session, _exercise(session.exercise), _nice(Path(session.file)), resumed=True, note=note)
+            else:
+                session = _begin_mock(ui, forced, minutes, strict, seed)
+            with mock.Keys(_stdin_fd()) as keys:
+                return mock.run(session, ui, keys, answers=scripted)
+    except mock.MockBusy as e:
+        _fail(f"another mock is running (process {e.pid}): one at a time.",
+              "Finish it in its terminal, or press Ctrl-C there to leave it for later.")
+
+
+def _begin_mock(ui, forced: Optional["Exercise"], minutes: Optional[float], strict: bool, seed: Optional[int]):
+    import random
+
+    from attn_drill import mock, workspace
+
+    ex, reason = (forced, "") if forced else mock.pick(random.Random(seed))
+    try:
+        session, written = mock.begin(ex, minutes=minutes, strict=strict, seed=seed, reason=reason)
+    except (workspace.WorkspaceError, OSError) as e:
+        _fail(str(e))
+    ui.intro(session, ex, _nice(written.path), resumed=False, backup=written.backup)
+    return session
+
+
+def cmd_stats(as_json: bool) -> None:
+    from attn_drill import stats
+
+    data = stats.compute()
+    if as_json:
+        import json
+
+        print(json.dumps(data, indent=2))
+        return
+    from attn_drill import render, render_mock
+
+    render_mock.stats(render.console(), data)
+
+
+def _abandon_mock(out, session) -> int:
+    from attn_drill import mock, render
+
+    if session is None:
+        render.say(out, "No mock in progress.")
+        return 0
+    mock.drop()
+    render.say(out, f"Dropped the mock of {session.exercise}; its file stays at ", (_nice(Path(session.file)), "bold"))
+    return 0
+
+
+def _stdin_fd() -> Optional[int]:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdin (an embedding, a test runner)
+        return None
