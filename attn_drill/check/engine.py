@@ -11,7 +11,7 @@ from attn_drill import findings
 from attn_drill.check import calls, diagnoses, load, probes
 from attn_drill.check.compare import TOL, diff, where
 from attn_drill.check.specs import SPECS
-from attn_drill.check.trace import changed_since, snapshot
+from attn_drill.check.tamper import changed_since, snapshot
 from attn_drill.report import FAIL, PASS, SKIP, STAGES, WARN, Report, Stage
 
 

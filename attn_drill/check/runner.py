@@ -76,10 +76,12 @@ def _run_worker(jobs: list[Job], seed: int, timeout: float, spawn) -> Iterator[R
         while reported < len(jobs):
             line = reader.next(deadline)
             if line is _TIMEOUT:
-                _kill(proc)
                 if current is None:
+                    _kill(proc)
                     yield _worker_failed(jobs[reported], seed, "the checker did not start in time", log)
                 else:
+                    _ask_for_stack(proc, faults)  # the verdict is a timeout already, whatever happens next
+                    _kill(proc)
                     yield _timed_out(jobs[current], seed, stages, timeout, log, faults)
                 return reported + 1
             event = _parse(line, len(jobs))
@@ -154,6 +156,21 @@ class _Lines:
 
     def close(self):
         os.close(self.fd)
+
+
+def _ask_for_stack(proc, faults, wait: float = 0.3) -> None:
+    """SIGUSR1 makes the worker's faulthandler write its Python stack to the fault file; wait a moment for it."""
+    try:
+        size = os.fstat(faults.fileno()).st_size
+        os.kill(proc.pid, signal.SIGUSR1)
+    except (OSError, ValueError):
+        return
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        time.sleep(0.01)
+        if os.fstat(faults.fileno()).st_size > size:
+            time.sleep(0.02)  # let it finish the dump
+            return
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -56,6 +56,10 @@ def confine(fault_fd: int | None = None) -> None:
 
         _faults = os.fdopen(fault_fd, "w")
         faulthandler.enable(file=_faults, all_threads=False)
+        # at the deadline the runner sends SIGUSR1, then kills: the stack says where the time went. (A
+        # dump_traceback_later watchdog reads the frames of a running thread and could segfault the worker
+        # now and then, turning a timeout into a crash.)
+        faulthandler.register(signal.SIGUSR1, file=_faults, all_threads=True)
 
 
 def memory_cap_bytes() -> int:
@@ -92,19 +96,15 @@ def _is_file(fd: int) -> bool:
         return False
 
 
-def begin_job(timeout: float | None = None) -> None:
-    """Fresh fds 0-2 and streams for the next file, an empty output file (whatever the last file did), and,
-    shortly before the runner's deadline, the Python stack dumped to the fault file: where the time went."""
+def begin_job() -> None:
+    """Fresh fds 0-2 and streams for the next file, an empty output file (whatever the last file did), and an
+    empty fault file (where a crash's or a timeout's Python stack goes)."""
     global _spare
     _flush()
     if _faults is not None:
-        import faulthandler
-
         try:
             os.ftruncate(_faults.fileno(), 0)
             os.lseek(_faults.fileno(), 0, os.SEEK_SET)
-            if timeout:
-                faulthandler.dump_traceback_later(max(timeout - 0.5, timeout * 0.8), file=_faults)
         except (OSError, ValueError):
             pass
     if _spare is None:
@@ -127,10 +127,6 @@ def begin_job(timeout: float | None = None) -> None:
 
 def job_output() -> str:
     """What the current file printed, its first and last lines."""
-    if _faults is not None:
-        import faulthandler
-
-        faulthandler.cancel_dump_traceback_later()
     _flush()
     return read_excerpt(_spare) if _spare is not None else ""
 

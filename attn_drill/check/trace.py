@@ -80,10 +80,6 @@ def _name(func) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-# --- torch itself must not change under the user's code: see tamper.py (kept importable from here) ----------
-
-from attn_drill.check.tamper import changed_since, snapshot  # noqa: E402, F401
-
 
 def keep_dynamo_out() -> None:
     """Stop the meta device's Python kernels from importing torch._dynamo (0.7 s) on first use.

@@ -18,6 +18,7 @@ fall back to a cold worker: slower, never wrong.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -201,7 +202,7 @@ def serve(sock: socket.socket, warm_up: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the CLI decides when we stop (by closing the socket)
     import torch
 
-    from attn_drill.check import worker  # noqa: F401 - imported here, not in each child
+    importlib.import_module("attn_drill.check.worker")  # imported here, once, not in each child
 
     _warm_up(torch, warm_up)
     _send(sock, {"ready": True})

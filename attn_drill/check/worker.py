@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
     guard = Guard(tamper.snapshot(), tamper.changed_since)
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
-        sandbox.begin_job(spec.get("timeout"))
+        sandbox.begin_job()
         report = run_job(job, spec["seed"], check_file,
                          emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
         guard.verify(report)

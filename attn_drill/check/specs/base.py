@@ -52,6 +52,19 @@ def reference_module(exercise_file: str):
     return module
 
 
+def prepare(module, case: Case, layers: tuple[str, ...], dtype, device):
+    """The user's freshly built module in eval mode, on device in dtype, with the case's weights copied in by
+    layer name: the reference's weights, so outputs compare (never two independent initialisations)."""
+    module = module.to(device=device, dtype=dtype).eval()
+    with torch.no_grad():
+        for name in layers:
+            sub = getattr(module, name)
+            sub.weight.copy_(case.params[f"{name}.weight"])
+            if f"{name}.bias" in case.params:
+                sub.bias.copy_(case.params[f"{name}.bias"])
+    return module
+
+
 def check_signature(obj, name: str, args: tuple, kwargs: dict, expected: str) -> Finding | None:
     """Can `obj` be called as the contract says? (bind only: nothing runs)"""
     try:

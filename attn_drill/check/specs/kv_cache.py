@@ -15,7 +15,7 @@ from torch import nn
 
 from attn_drill import findings
 from attn_drill.check import variants_cache
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
+from attn_drill.check.specs.base import Case, Spec, check_signature, prepare, reference_module
 
 LAYERS = ("W_q", "W_k", "W_v", "W_o")
 SIGNATURE = "__init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0)"
@@ -100,11 +100,7 @@ class KVCacheSpec(Spec):
         bad = self.check_module(module, case)
         if bad:
             return None, bad
-        module = module.to(device=device, dtype=dtype).eval()
-        with torch.no_grad():  # the reference's weights, by name: never compare independent initialisations
-            for name in LAYERS:
-                getattr(module, name).weight.copy_(case.params[f"{name}.weight"])
-        return module, None
+        return prepare(module, case, LAYERS, dtype, device), None
 
     def cases(self, gen):
         def case(B, H, Hkv, d, steps, base, what, past=0):

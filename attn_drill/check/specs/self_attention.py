@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from attn_drill import findings
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
+from attn_drill.check.specs.base import Case, Spec, check_signature, prepare, reference_module
 from attn_drill.check.specs.sdpa import random_mask
 from attn_drill.check.variants import Knobs
 
@@ -106,14 +106,7 @@ class SelfAttentionSpec(Spec):
         bad = self.check_module(module, case)
         if bad:
             return None, bad
-        module = module.to(device=device, dtype=dtype).eval()
-        with torch.no_grad():  # the reference's weights, by name: never compare independent initialisations
-            for name in self.layers:
-                sub = getattr(module, name)
-                sub.weight.copy_(case.params[f"{name}.weight"])
-                if case.config["bias"]:
-                    sub.bias.copy_(case.params[f"{name}.bias"])
-        return module, None
+        return prepare(module, case, self.layers, dtype, device), None
 
     def call(self, target, case, dtype=torch.float64, device="cpu", grad=False, module=None):
         if module is None:
