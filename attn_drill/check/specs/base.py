@@ -147,3 +147,31 @@ class Spec:
     def grad_inputs(self, x: dict, module) -> dict[str, torch.Tensor]:
         """The leaves whose gradients are compared with the reference's: inputs, then parameters."""
         raise NotImplementedError
+
+
+class ModuleSpec(Spec):
+    """What the attention modules share (mha, mha-fused, gqa): a mask with no head axis, scales that confuse
+    d with d_model, and gradients for the inputs and every layer."""
+
+    layers: tuple[str, ...]  # the nn.Linear layers the contract names
+    grad_names: tuple[str, ...]  # the inputs whose gradients are compared
+
+    def visible(self, case):
+        m = case.inputs["mask"]
+        return None if m is None else m.unsqueeze(1)  # (B, 1, Tq or 1, Tk): broadcast over heads
+
+    def scale_names(self, case):
+        names = super().scale_names(case)
+        D = case.dims["D"]
+        names[f"1/sqrt({D}) = 1/sqrt(d_model)"] = D ** -0.5
+        names[f"1/{D} = 1/d_model"] = 1.0 / D
+        return names
+
+    def grad_inputs(self, x, module):
+        grads = {n: x[n] for n in self.grad_names}
+        for name in self.layers:
+            sub = getattr(module, name)
+            grads[f"{name}.weight"] = sub.weight
+            if sub.bias is not None:
+                grads[f"{name}.bias"] = sub.bias
+        return grads

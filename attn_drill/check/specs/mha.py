@@ -9,7 +9,7 @@ from torch import nn
 
 from attn_drill import findings
 from attn_drill.check import variants
-from attn_drill.check.specs.base import Case, Spec, check_signature, prepare, reference_module
+from attn_drill.check.specs.base import Case, ModuleSpec, check_signature, prepare, reference_module
 from attn_drill.check.specs.sdpa import random_mask
 
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
@@ -26,10 +26,12 @@ def random_params(gen, D: int, bias: bool) -> dict:
     return params
 
 
-class MHASpec(Spec):
+class MHASpec(ModuleSpec):
     id = "mha"
     file = "mha.py"
     name = "MultiHeadAttention"
+    layers = PROJECTIONS
+    grad_names = ("query", "key", "value")
     outputs = ("out", "weights")
     axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "head", "query", "key")}
 
@@ -146,27 +148,7 @@ class MHASpec(Spec):
         q, k = variants.mha_qk(case.params, case.dims["H"], case.inputs["query"], case.inputs["key"])
         return q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
 
-    def visible(self, case):
-        m = case.inputs["mask"]
-        return None if m is None else m.unsqueeze(1)
-
-    def scale_names(self, case):
-        names = super().scale_names(case)
-        D = case.dims["D"]
-        names[f"1/sqrt({D}) = 1/sqrt(d_model)"] = D ** -0.5
-        names[f"1/{D} = 1/d_model"] = 1.0 / D
-        return names
-
     def locate(self, check) -> str:
         """Where the user's module first departs from the reference (hooks on its projections)."""
         from attn_drill.check.hooks import locate
         return locate(check)
-
-    def grad_inputs(self, x, module):
-        grads = {n: x[n] for n in ("query", "key", "value")}
-        for name in PROJECTIONS:
-            sub = getattr(module, name)
-            grads[f"{name}.weight"] = sub.weight
-            if sub.bias is not None:
-                grads[f"{name}.bias"] = sub.bias
-        return grads

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from attn_drill import findings
-from attn_drill.check.specs.base import Case, Spec, check_signature, prepare, reference_module
+from attn_drill.check.specs.base import Case, ModuleSpec, check_signature, prepare, reference_module
 from attn_drill.check.specs.sdpa import random_mask
 from attn_drill.check.variants import Knobs
 
@@ -37,10 +37,10 @@ def random_case(gen, dims: dict, config: dict, shapes: dict, mask_kind: str | No
                 params=random_params(gen, shapes, config["bias"]))
 
 
-class SelfAttentionSpec(Spec):
+class SelfAttentionSpec(ModuleSpec):
     outputs = ("out", "weights")
     axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "head", "query", "key")}
-    layers: tuple[str, ...]  # the nn.Linear layers the contract names
+    grad_names = ("x",)
     positional: tuple[str, ...]  # constructor arguments before bias, by config key
     signature: str  # the contract's __init__, as the user reads it
 
@@ -142,23 +142,3 @@ class SelfAttentionSpec(Spec):
     def expected_shapes(self, case):
         B, H, T, D = (case.dims[n] for n in ("B", "H", "T", "D"))
         return {"out": (B, T, D), "weights": (B, H, T, T)}
-
-    def visible(self, case):
-        m = case.inputs["mask"]
-        return None if m is None else m.unsqueeze(1)
-
-    def scale_names(self, case):
-        names = super().scale_names(case)
-        D = case.dims["D"]
-        names[f"1/sqrt({D}) = 1/sqrt(d_model)"] = D ** -0.5
-        names[f"1/{D} = 1/d_model"] = 1.0 / D
-        return names
-
-    def grad_inputs(self, x, module):
-        grads = {"x": x["x"]}
-        for name in self.layers:
-            sub = getattr(module, name)
-            grads[f"{name}.weight"] = sub.weight
-            if sub.bias is not None:
-                grads[f"{name}.bias"] = sub.bias
-        return grads
