@@ -57,7 +57,7 @@ EVIDENCE = {
     "timeout__busy_loop": [f"after {TIMEOUT} s", "your line"],
     "timeout__sleep_at_import": ["load stage", "time.sleep(3600)"],
     "timeout__waits_on_event": ["threading.Event().wait()"],
-    "timeout__ignores_signals": ["while True"],
+    "timeout__ignores_signals": ["it was at your line 1"],  # line 11 (while True) or 12 (its body)
     "timeout__forward_waits_for_input_loop": ["sys.stdin.readline()"],
     "crash__os_exit_at_import": ["exited with status 0"],
     "crash__os_exit_in_forward": ["exited with status 1"],
