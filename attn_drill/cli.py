@@ -186,12 +186,6 @@ def get_app():
     return app
 
 
-def __getattr__(name: str):
-    if name == "app":  # `from attn_drill.cli import app` still works, built on first use
-        return get_app()
-    raise AttributeError(name)
-
-
 # -- the fast path ---------------------------------------------------------------------------------
 def root_help(width: int = 80) -> str:
     """The same text as typer's root --help (a test holds them equal), without importing typer."""

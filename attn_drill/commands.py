@@ -103,10 +103,11 @@ def _confirm_or_refuse(question: str, refusal: str) -> None:
 
 # -- the commands' work ----------------------------------------------------------------------------
 def cmd_list() -> None:
-    from attn_drill import catalogue, listing, state
+    from attn_drill import catalogue, history, listing, state
 
     st = state.load()
-    sys.stdout.write(listing.table(catalogue.exercises().values(), st, colour=listing.use_colour()))
+    sys.stdout.write(listing.table(catalogue.exercises().values(), st, history.progress(),
+                                   colour=listing.use_colour()))
     if st.current:
         print(f"current: {st.current}.  attn-drill check checks it, attn-drill hint gives a nudge.")
     else:
@@ -202,7 +203,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
 def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
     import json
 
-    from attn_drill import listing, render
+    from attn_drill import render
 
     out, results = render.console(), []
     for (path, ex), rep in _with_spinner(out, jobs, reports, enabled=not as_json):
@@ -216,8 +217,7 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
             out.rule()
         render.report(out, rep, ex)
         if rep.passed and took is not None:
-            render.say(out, f"Solved in {listing.duration(took)} (target {ex.minutes} min); "
-                            f"best {listing.duration(best)}.")
+            render.solved(out, ex, took, best)
         elif not rep.passed:
             render.say(out, "Stuck? ", (f"attn-drill hint {ex.id}", "bold cyan"), " gives a nudge.")
     if len(jobs) > 1 and not as_json:
@@ -227,16 +227,17 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
 
 
 def _record(ex: "Exercise", path: Path, rep, source: str) -> tuple:
-    """Note a check in the progress file and the practice history; (solve time or None, best time)."""
+    """Note a check in the practice history; (solve time or None, best time). Checks of the started file
+    form one attempt, timed from its start; the state file is only read."""
     from attn_drill import history, state
 
-    slug = rep.findings[0].slug if rep.findings else None
-    with state.edit() as st:
-        took = st.record_check(ex.id, path, passed=rep.passed, seed=rep.seed, finding=slug)
-        best = st.best(ex.id)
-        own = st.file(ex.id) == Path(path).resolve()  # the started file: its checks form one attempt
-        attempt = st.peek(ex.id).get("started_at") if own else None
+    st = state.load()
+    attempt = st.started_at(ex.id) if st.file(ex.id) == Path(path).resolve() else None
+    took = st.solve_seconds(ex.id, path) if rep.passed else None
     history.record_report(rep, source=source, attempt=attempt, solve_seconds=took)
+    best = history.progress_of(ex.id).best
+    if took is not None:  # this pass counts even when it could not be recorded
+        best = round(took, 1) if best is None else min(best, round(took, 1))
     return took, best
 
 
@@ -276,19 +277,16 @@ def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
 
 
 def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
-    from attn_drill import render, state
+    from attn_drill import history, render, state
 
     st = state.load()
     ex = _exercise(exercise_id) if exercise_id else _current(st, "solution")
-    passed = st.status(ex.id) == state.PASSED
+    passed = history.progress_of(ex.id).passed
     if not passed and not yes:
         _confirm_or_refuse(
             f"You have not passed {ex.id} yet. Show the model answer anyway?",
             f"you have not passed {ex.id} yet, and seeing the answer spoils the drill. "
             f"attn-drill hint {ex.id} gives a nudge; attn-drill solution {ex.id} --yes shows it anyway.")
-    if not passed:
-        with state.edit() as s:
-            s.entry(ex.id)["solution_seen"] = state.now()
     out = render.console()
     render.say(out, (ex.id, "bold cyan"), f"  {ex.title}: a model answer")
     out.print(render.solution(ex))

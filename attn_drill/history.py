@@ -6,8 +6,8 @@ a second writer wait instead of failing, and every write is one short transactio
 
 The schema changes only through the named migrations in MIGRATIONS, applied in order, each recorded in
 the `migrations` table in the same transaction as its change. A database that SQLite reports as corrupt
-(or that is not a database at all) is moved aside to a timestamped name, with a warning on stderr, and a
-new one is made: the old file is kept for the curious, never deleted.
+(or that is not a database at all) is moved aside to history.sqlite3.corrupt (.1, .2... never over an
+older one), with a warning on stderr, and a new one is made: the old file is kept, never deleted.
 
 Recording never breaks a check: callers use `record_check`/`record_mock`, which warn and carry on when the
 disk is full or the database stays locked.
@@ -16,19 +16,21 @@ disk is full or the database stays locked.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from attn_drill import paths
+from attn_drill.atomic import set_aside
 
 FILENAME = "history.sqlite3"
 BUSY_MS = 10_000  # a writer waits this long for another; each write holds the lock for milliseconds
 CORRUPT = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the only errors that mean "set the file aside"
+JOURNALS = ("-wal", "-shm")  # moved along with a corrupt file: stale journals would be replayed into a new one
 
 # (name, SQL). Append only: a released migration is never edited or reordered.
 MIGRATIONS: list[tuple[str, str]] = [
@@ -82,20 +84,6 @@ def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
     if code is not None:
         return code & 0xFF in CORRUPT
     return "not a database" in str(e) or "malformed" in str(e)  # Python < 3.11 has no error codes
-
-
-def _set_aside(path: Path) -> Path:
-    """Move a corrupt database (and its WAL files) to history.sqlite3.corrupt-<stamp>; never overwrite."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    target, n = path.with_name(f"{path.name}.corrupt-{stamp}"), 1
-    while target.exists():
-        target, n = path.with_name(f"{path.name}.corrupt-{stamp}-{n}"), n + 1
-    os.replace(path, target)
-    for suffix in ("-wal", "-shm"):  # stale journal files would be replayed into the new database
-        extra = path.with_name(path.name + suffix)
-        if extra.exists():
-            os.replace(extra, target.with_name(target.name + suffix))
-    return target
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -162,7 +150,7 @@ def connect() -> Iterator[sqlite3.Connection]:
     except sqlite3.DatabaseError as e:
         if not _is_corrupt(e):
             raise
-        moved = _set_aside(path)
+        moved = set_aside(path, extras=JOURNALS)
         _warn(f"the practice history was unreadable ({e}); moved it to {moved} and started a new one.")
         conn = _open(path)
     try:
@@ -180,7 +168,7 @@ def _write(what: str, sql: str, values: tuple) -> bool:
             return True
         except sqlite3.DatabaseError as e:
             if attempt == 1 and _is_corrupt(e) and db_file().exists():
-                moved = _set_aside(db_file())
+                moved = set_aside(db_file(), extras=JOURNALS)
                 _warn(f"the practice history was damaged ({e}); moved it to {moved} and started a new one.")
                 continue
             _warn(f"could not record the {what} in the practice history: {e}")
@@ -237,6 +225,51 @@ def checks(exercise: str | None = None) -> list[dict]:
         d["slugs"], d["warnings"] = _list(d["slugs"]), _list(d["warnings"])
         out.append(d)
     return out
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One exercise's record, from its checks. A pass of any file counts, a mock's too; only an attempt
+    (a practice file from `start`/`reset` until the next, or one mock) has a solve time."""
+    checks: int = 0
+    attempts: int = 0
+    passes: int = 0  # attempts with a passing check
+    passed: bool = False  # any passing check, of any file
+    solve_seconds: tuple[float, ...] = ()  # each passed attempt's fastest solve, fastest first
+
+    @property
+    def best(self) -> float | None:
+        return self.solve_seconds[0] if self.solve_seconds else None
+
+
+def progress() -> dict[str, Progress]:
+    """Per exercise checked at least once, its Progress: the one answer to "passed? best time?" that
+    `list`, `solution`, `stats` and mock's pick all use. An unreadable history warns and reads as empty."""
+    if not db_file().exists():
+        return {}  # nothing recorded yet: do not create a file just to read it
+    try:
+        with connect() as conn:
+            totals = conn.execute("""
+                SELECT exercise, COUNT(*), COUNT(DISTINCT attempt),
+                       COUNT(DISTINCT CASE WHEN passed THEN attempt END), MAX(passed)
+                FROM checks GROUP BY exercise""").fetchall()
+            solves = conn.execute("""
+                SELECT exercise, MIN(solve_seconds) AS s FROM checks
+                WHERE passed AND attempt IS NOT NULL AND solve_seconds IS NOT NULL
+                GROUP BY exercise, attempt ORDER BY s""").fetchall()
+    except (sqlite3.Error, OSError) as e:
+        _warn(f"could not read the practice history: {e}")
+        return {}
+    times: dict[str, list[float]] = {}
+    for exercise, seconds in solves:
+        times.setdefault(exercise, []).append(seconds)
+    return {ex: Progress(checks=n, attempts=attempts, passes=passes, passed=bool(passed),
+                         solve_seconds=tuple(times.get(ex, ())))
+            for ex, n, attempts, passes, passed in totals}
+
+
+def progress_of(exercise: str) -> Progress:
+    return progress().get(exercise, Progress())
 
 
 def mocks(limit: int | None = None) -> list[dict]:

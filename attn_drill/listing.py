@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
+    from attn_drill.history import Progress
     from attn_drill.state import State
 
 COLOURS = {"bold": "1", "dim": "2", "green": "32", "yellow": "33", "cyan": "1;36"}
@@ -28,16 +29,19 @@ def duration(seconds: float | None) -> str:
     return f"{s // 3600}h {s % 3600 // 60:02d}m"
 
 
-def use_colour(stream=None) -> bool:
-    stream = stream or sys.stdout
-    return stream.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+def use_colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
-def table(exercises: Iterable["Exercise"], state: "State", colour: bool = False) -> str:
+def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "Progress"],
+          colour: bool = False) -> str:
+    """`progress` is history.progress(): passed and best come from there, started from `state`."""
     header = ("", "id", "title", "difficulty", "target", "status", "best")
     rows = []
     for ex in exercises:
-        status, best = state.status(ex.id), state.best(ex.id)
+        done = progress.get(ex.id)
+        status = state.status(ex.id, passed=bool(done and done.passed))
+        best = done.best if done else None
         in_time = best is not None and best <= ex.minutes * 60
         rows.append([("▸" if ex.id == state.current else "", ""), (ex.id, "cyan"), (ex.title, ""),
                      (ex.difficulty, ""), (f"{ex.minutes} min", ""), (status, STATUS_COLOUR.get(status, "")),

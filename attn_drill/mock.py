@@ -67,8 +67,8 @@ class Session:
     question_ids: list[str] = field(default_factory=list)
     answers: list[int | None] = field(default_factory=list)
 
-    def left(self, at: float | None = None) -> float:
-        return self.limit_seconds - ((now() if at is None else at) - self.started_at)
+    def left(self) -> float:
+        return self.limit_seconds - (now() - self.started_at)
 
     @property
     def used(self) -> float:
@@ -88,7 +88,10 @@ def session_file() -> Path:
 
 
 def load() -> Session | None:
-    """The mock in progress, if any. An unreadable file is renamed aside (.corrupt) and ignored."""
+    """The mock in progress, if any. An unreadable file is moved aside (mock.json.corrupt, never over an
+    older one) and ignored."""
+    from attn_drill.atomic import set_aside
+
     path = session_file()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -97,7 +100,7 @@ def load() -> Session | None:
         return None
     except (OSError, ValueError, TypeError):
         try:
-            os.replace(path, path.with_name(f"{path.name}.corrupt-{int(time.time())}"))
+            set_aside(path)
         except OSError:
             pass
         return None
@@ -143,28 +146,17 @@ def lock() -> Iterator[None]:
 # -- starting ------------------------------------------------------------------------------------------
 def pick(rng: random.Random, exercises: list[Exercise] | None = None) -> tuple[Exercise, str]:
     """Untried first, then never passed, then best time over the target, then the rest; random among
-    equals. Returns the exercise and why."""
-    exercises = exercises if exercises is not None else [e for e in catalogue.exercises().values()
-                                                         if e.skeleton.is_file()]
-    tried, solved, best = set(), set(), {}
-    for row in history.checks():
-        tried.add(row["exercise"])
-        if row["passed"]:
-            solved.add(row["exercise"])
-            if row["solve_seconds"] is not None:
-                best[row["exercise"]] = min(best.get(row["exercise"], float("inf")), row["solve_seconds"])
-    for card in history.mocks():
-        tried.add(card["exercise"])
-        if card.get("passed"):
-            solved.add(card["exercise"])
-            best[card["exercise"]] = min(best.get(card["exercise"], float("inf")), card["seconds_used"])
+    equals. Returns the exercise and why. "Passed" and "best" are history.progress's, as in `list`."""
+    exercises = exercises if exercises is not None else list(catalogue.exercises().values())
+    done = history.progress()
 
     def rank(ex: Exercise) -> int:
-        if ex.id not in tried:
+        if ex.id not in done:
             return 0
-        if ex.id not in solved:
+        if not done[ex.id].passed:
             return 1
-        return 2 if best.get(ex.id, float("inf")) > ex.minutes * 60 else 3
+        best = done[ex.id].best
+        return 2 if best is None or best > ex.minutes * 60 else 3
 
     reasons = ["you have not tried it yet", "you have not passed it yet", "your best time is over the target",
                "you pass everything in time: a random one"]
@@ -173,18 +165,17 @@ def pick(rng: random.Random, exercises: list[Exercise] | None = None) -> tuple[E
     return chosen, reasons[top]
 
 
-def mock_file(ex: Exercise, folder: Path | None = None) -> Path:
+def mock_file(ex: Exercise) -> Path:
     """./attn-practice/mock/<file>: never the practice file, which lives one folder up."""
-    return (Path(folder or paths.DEFAULT_PRACTICE_DIR) / MOCK_DIR / ex.file).absolute()
+    return (Path(paths.DEFAULT_PRACTICE_DIR) / MOCK_DIR / ex.file).absolute()
 
 
-def begin(ex: Exercise, *, minutes: float | None, strict: bool, seed: int | None, reason: str,
-          folder: Path | None = None):
+def begin(ex: Exercise, *, minutes: float | None, strict: bool, seed: int | None, reason: str):
     """Write a fresh skeleton in the mock folder (an older mock file there is backed up first) and
     start the clock. Returns (session, workspace.Written)."""
     from attn_drill import workspace
 
-    written = workspace.write_skeleton(ex, mock_file(ex, folder), replace=True)
+    written = workspace.write_skeleton(ex, mock_file(ex), replace=True)
     start = now()
     session = Session(
         id=time.strftime("%Y%m%d-%H%M%S", time.gmtime(start)) + f"-{ex.id}", exercise=ex.id,

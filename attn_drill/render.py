@@ -193,3 +193,10 @@ def console(stderr: bool = False) -> Console:
 def say(out: Console, *parts) -> None:
     """One message, never wrapped, so paths stay copy-pasteable. parts: str or (str, style)."""
     out.print(Text.assemble(*parts), soft_wrap=True)
+
+
+def solved(out: Console, ex: "Exercise", took: float, best: float | None) -> None:
+    """After a pass of the started file (check and watch alike): its solve time and the best so far."""
+    from attn_drill.listing import duration
+
+    say(out, f"Solved in {duration(took)} (target {ex.minutes} min); best {duration(best)}.")

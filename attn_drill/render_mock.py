@@ -64,7 +64,7 @@ def watch_report(out: Console, rep: "Report", ex: "Exercise") -> None:
 def watch_footer(out: Console, rep: "Report", ex: "Exercise", path: str, *, took: float | None,
                  best: float | None) -> None:
     if rep.passed and took is not None:
-        say(out, f"Solved in {duration(took)} (target {ex.minutes} min); best {duration(best)}.")
+        render.solved(out, ex, took, best)
     say(out, (f"{time.strftime('%H:%M:%S')}  watching {path}: save to check again, Ctrl-C to stop.", "dim"))
     out.file.flush()
 
@@ -255,8 +255,7 @@ def stats(out: Console, data: dict) -> None:
         out.print(_mock_table(mocks["recent"], mocks["count"]))
         t = mocks["trend"]
         if t["direction"]:
-            arrow = {"up": "up", "down": "down", "flat": "flat"}[t["direction"]]
-            say(out, "trend  ", (t["sparkline"], "cyan"), f"  {arrow} ({t['change']:+g} points, later half vs earlier)")
+            say(out, "trend  ", (t["sparkline"], "cyan"), f"  {t['direction']} ({t['change']:+g} points, later half vs earlier)")
 
 
 def _exercise_table(rows: list[dict]) -> Table:

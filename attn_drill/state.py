@@ -1,13 +1,14 @@
-"""The user's progress: one JSON file under paths.home(). No torch, no rich.
+"""Where the user is: one JSON file under paths.home(). No torch, no rich.
 
 Shape (every field optional, so a hand-edited or older file still loads):
 
     {"version": 1, "current": "mha",
      "exercises": {"mha": {"file": "/abs/attn-practice/mha.py", "started_at": "2025-...+00:00",
-                           "passed": true, "best_seconds": 212.4, "hints_shown": 2,
-                           "solution_seen": false,
-                           "history": [{"at": "...", "passed": false, "seed": 17,
-                                        "finding": "missing-scale", "file": "..."}]}}}
+                           "hints_shown": 2}}}
+
+Only pointers live here: which exercise is current, its file, when the attempt began, hints seen. What
+happened (passed, best time, attempts) is the practice history's (history.progress), the one record of
+every check, so `list`, `solution`, `stats` and `mock` never disagree.
 
 Writes are atomic (a temp file, then os.replace), so a crash never leaves half a file. A missing file
 is an empty state; a corrupt one is moved aside to state.json.corrupt (never lost) and we start again.
@@ -16,15 +17,14 @@ is an empty state; a corrupt one is moved aside to state.json.corrupt (never los
 from __future__ import annotations
 
 import json
-import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from attn_drill import paths
+from attn_drill.atomic import set_aside
 
 VERSION = 1
-HISTORY_LIMIT = 200  # per exercise: enough to look back, small enough to stay instant
 NEW, STARTED, PASSED = "new", "started", "passed"
 
 
@@ -82,23 +82,21 @@ class State:
         f = self.peek(exercise_id).get("file")
         return Path(f) if isinstance(f, str) and f else None
 
-    def status(self, exercise_id: str) -> str:
-        e = self.peek(exercise_id)
-        if e.get("passed") is True:
+    def status(self, exercise_id: str, *, passed: bool) -> str:
+        """new, started or passed; whether it was passed is the history's to say (history.progress)."""
+        if passed:
             return PASSED
+        e = self.peek(exercise_id)
         return STARTED if e.get("started_at") or e.get("file") else NEW
 
-    def best(self, exercise_id: str) -> float | None:
-        b = self.peek(exercise_id).get("best_seconds")
-        return float(b) if isinstance(b, (int, float)) and not isinstance(b, bool) else None
+    def started_at(self, exercise_id: str) -> str | None:
+        """When the exercise's current attempt began (its file was started or reset)."""
+        stamp = self.peek(exercise_id).get("started_at")
+        return stamp if isinstance(stamp, str) and stamp else None
 
     def hints_shown(self, exercise_id: str) -> int:
         n = self.peek(exercise_id).get("hints_shown")
         return n if isinstance(n, int) and n > 0 else 0
-
-    def history(self, exercise_id: str) -> list[dict]:
-        h = self.peek(exercise_id).get("history")
-        return [x for x in h if isinstance(x, dict)] if isinstance(h, list) else []
 
     # -- updating ------------------------------------------------------------------------------
     def record_start(self, exercise_id: str, file: Path, *, restart_clock: bool = True) -> None:
@@ -109,38 +107,15 @@ class State:
             e["started_at"] = now()
         self.data["current"] = exercise_id
 
-    def record_check(self, exercise_id: str, file: Path, *, passed: bool, seed: int,
-                     finding: str | None) -> float | None:
-        """Append to the history; on a pass of the started file, the solve time (else None)."""
-        e = self.entry(exercise_id)
-        file = Path(file).resolve()
-        hist = self.history(exercise_id)
-        hist.append({"at": now(), "passed": passed, "seed": seed, "finding": finding, "file": str(file)})
-        e["history"] = hist[-HISTORY_LIMIT:]
-        if not passed:
+    def solve_seconds(self, exercise_id: str, file: Path) -> float | None:
+        """Seconds since the attempt began, if `file` is the exercise's started file (the clock belongs
+        to it: a pass elsewhere counts as a pass, with no time); else None."""
+        if self.file(exercise_id) != Path(file).resolve():
             return None
-        e["passed"] = True
-        if self.file(exercise_id) != file:
-            return None  # a pass elsewhere counts, but the clock belongs to the started file
-        took = seconds_since(e.get("started_at"))
-        if took is not None:
-            best = self.best(exercise_id)
-            e["best_seconds"] = round(took if best is None else min(best, took), 1)
-        return took
+        return seconds_since(self.started_at(exercise_id))
 
     def set_hints_shown(self, exercise_id: str, n: int) -> None:
         self.entry(exercise_id)["hints_shown"] = n
-
-
-def _set_aside(path: Path) -> Path:
-    """Move an unreadable state file out of the way without ever overwriting an older one."""
-    target = path.with_name(path.name + ".corrupt")
-    n = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt.{n}")
-        n += 1
-    os.replace(path, target)
-    return target
 
 
 def load() -> State:
@@ -157,7 +132,7 @@ def load() -> State:
             raise ValueError("not a JSON object")
     except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         try:
-            aside = _set_aside(path)
+            aside = set_aside(path)
         except OSError:
             aside = None
         _warn(path, aside)

@@ -21,26 +21,21 @@ TREND_STEP = 5  # points between the halves' averages that count as a move up or
 
 
 def compute(recent: int = RECENT_MOCKS) -> dict:
-    rows, cards = history.checks(), history.mocks()
+    rows, cards, progress = history.checks(), history.mocks(), history.progress()
     by_exercise = defaultdict(list)
     for r in rows:
         by_exercise[r["exercise"]].append(r)
     known = catalogue.exercises()
     order = [i for i in known if i in by_exercise] + sorted(i for i in by_exercise if i not in known)
     return {
-        "exercises": [_exercise(i, by_exercise[i], known.get(i)) for i in order],
+        "exercises": [_exercise(i, by_exercise[i], progress.get(i, history.Progress()), known.get(i))
+                      for i in order],
         "mocks": _mocks(cards, recent),
     }
 
 
-def _exercise(exercise_id: str, rows: list[dict], ex) -> dict:
-    attempts = {r["attempt"] for r in rows if r["attempt"]}
-    passed_attempts = {r["attempt"] for r in rows if r["attempt"] and r["passed"]}
-    solve: dict[str, float] = {}
-    for r in rows:
-        if r["attempt"] and r["passed"] and r["solve_seconds"] is not None:
-            solve[r["attempt"]] = min(solve.get(r["attempt"], float("inf")), r["solve_seconds"])
-    times = sorted(solve.values())
+def _exercise(exercise_id: str, rows: list[dict], done: history.Progress, ex) -> dict:
+    times = done.solve_seconds
     mistakes = Counter(slug for r in rows if not r["passed"] for slug in dict.fromkeys(r["slugs"]))
     return {
         "id": exercise_id,
@@ -48,9 +43,10 @@ def _exercise(exercise_id: str, rows: list[dict], ex) -> dict:
         "target_seconds": ex.minutes * 60 if ex else None,
         "checks": len(rows),
         "passing_checks": sum(r["passed"] for r in rows),
-        "attempts": len(attempts),
-        "passes": len(passed_attempts),
-        "best_seconds": times[0] if times else None,
+        "attempts": done.attempts,
+        "passes": done.passes,
+        "passed": done.passed,  # a pass of any file, as `list` shows it
+        "best_seconds": done.best,
         "median_seconds": round(statistics.median(times), 1) if times else None,
         "mistakes": [{"slug": s, "count": n} for s, n in mistakes.most_common(TOP_MISTAKES)],
         "last_at": _iso(max(r["at"] for r in rows)),

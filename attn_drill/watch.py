@@ -14,7 +14,6 @@ comes in a fraction of a second without ever reusing the user's code's state.
 from __future__ import annotations
 
 import os
-import random
 import stat
 import time
 from pathlib import Path
@@ -63,14 +62,10 @@ class Watcher:
     def missing(self) -> bool:
         return self._seen is None
 
-    def changes(self, *, poll: float = POLL, on_missing: Callable[[], None] = lambda: None,
-                first: bool = True) -> Iterator[tuple]:
-        """Yield once per settled save, forever (the caller stops on Ctrl-C). With `first`, the file as
-        it is now counts as a save. `on_missing` is called once each time the file disappears."""
-        if not first:
-            self.checked = self._seen
-        else:
-            self._since -= self.debounce  # the file as it stands has settled already
+    def changes(self, *, poll: float = POLL, on_missing: Callable[[], None] = lambda: None) -> Iterator[tuple]:
+        """Yield once per settled save, forever (the caller stops on Ctrl-C); the file as it is now counts
+        as the first. `on_missing` is called once each time the file disappears."""
+        self._since -= self.debounce  # the file as it stands has settled already
         told = False
         while True:
             sig = self.poll()
@@ -107,7 +102,6 @@ class Checker:
         self.pool.close()
 
     def check(self, path: Path) -> Report:
-        seed = self.seed if self.seed is not None else random.randrange(10_000)
-        reports = list(runner.run_checks([runner.Job(Path(path), self.exercise_id)], seed=seed,
+        reports = list(runner.run_checks([runner.Job(Path(path), self.exercise_id)], seed=self.seed,
                                          timeout=self.timeout, spawn=self.pool.spawn))
         return reports[0]

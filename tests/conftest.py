@@ -3,10 +3,14 @@ progress or files, and none touches the real user's."""
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,37 @@ def run_module():
                               timeout=timeout)
 
     return run
+
+
+def run_json_lines(args: list[str], line_limit: float) -> tuple[int, list[tuple[dict, float]], str, float]:
+    """Run the installed script: (exit code, its JSON lines each with the seconds since the previous one or the
+    start, stderr, total seconds). A line that takes longer than `line_limit` fails the test and kills the process:
+    a wedged CLI, the very failure these runs look for, never stalls the suite."""
+    start = last = time.monotonic()
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: stderr can never fill up and block the CLI
+        proc = subprocess.Popen([attn_drill_script(), *args], stdout=subprocess.PIPE, stderr=err)
+        lines, buf = [], b""
+        try:
+            while True:
+                if b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    now = time.monotonic()
+                    lines.append((json.loads(line), now - last))
+                    last = now
+                    continue
+                ready, _, _ = select.select([proc.stdout], [], [], max(0.0, last + line_limit - time.monotonic()))
+                if not ready:
+                    pytest.fail(f"attn-drill {' '.join(args[:2])}...: no line for {line_limit:g} s after {len(lines)}")
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                buf += chunk
+            code = proc.wait(timeout=line_limit)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    return code, lines, stderr, time.monotonic() - start

@@ -89,10 +89,43 @@ def test_a_corrupt_history_is_set_aside_with_a_warning(home, capsys):
     history.db_file().write_bytes(garbage)
     assert history.record_check("sdpa", passed=True, slugs=[])
     err = capsys.readouterr().err
-    assert "unreadable" in err and "corrupt-" in err
-    aside = [p for p in home.iterdir() if p.name.startswith("history.sqlite3.corrupt-")]
+    assert "unreadable" in err and "history.sqlite3.corrupt" in err
+    aside = [p for p in home.iterdir() if p.name.startswith("history.sqlite3.corrupt")]
     assert len(aside) == 1 and aside[0].read_bytes() == garbage  # kept, byte for byte
     assert [r["exercise"] for r in history.checks()] == ["sdpa"]
+
+
+def test_a_second_corrupt_history_keeps_the_first(home):
+    home.mkdir()
+    (home / "history.sqlite3.corrupt").write_bytes(b"an older one")
+    history.db_file().write_bytes(b"not a database" * 100)
+    assert history.progress() == {}  # a fresh, empty history: `list` still works
+    assert (home / "history.sqlite3.corrupt").read_bytes() == b"an older one"
+    assert (home / "history.sqlite3.corrupt.1").read_bytes() == b"not a database" * 100
+
+
+def test_progress_is_one_record_per_exercise(home):
+    assert history.progress() == {} and not history.db_file().exists()  # reading creates nothing
+    history.record_check("mha", passed=False, slugs=["missing-scale"], attempt="A")
+    history.record_check("mha", passed=True, slugs=[], attempt="A", solve_seconds=300.0)
+    history.record_check("mha", passed=True, slugs=[], attempt="A", solve_seconds=320.0)  # the same attempt
+    history.record_check("mha", passed=True, slugs=[], source="mock", attempt="mock:1", solve_seconds=200.0)
+    history.record_check("mha", passed=False, slugs=["missing-scale"], attempt="B")
+    history.record_check("sdpa", passed=True, slugs=[])  # a file of no attempt: passed, no time
+    history.record_check("gqa", passed=False, slugs=["wrong-group"], attempt="C")
+    done = history.progress()
+    assert done["mha"] == history.Progress(checks=5, attempts=3, passes=2, passed=True, solve_seconds=(200.0, 300.0))
+    assert done["mha"].best == 200.0  # the mock's pass is the fastest
+    assert done["sdpa"] == history.Progress(checks=1, attempts=0, passes=0, passed=True)
+    assert (done["gqa"].passed, done["gqa"].best, done["gqa"].attempts) == (False, None, 1)
+    assert "rope" not in done and history.progress_of("rope") == history.Progress()
+
+
+def test_an_unreadable_history_reads_as_empty_with_a_warning(home, capsys):
+    home.mkdir()
+    history.db_file().mkdir()  # a folder where the database should be
+    assert history.progress() == {}
+    assert "could not read the practice history" in capsys.readouterr().err
 
 
 def test_a_locked_or_unwritable_history_never_breaks_the_caller(home, capsys):

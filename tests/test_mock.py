@@ -3,6 +3,7 @@ pipe (--answers) and through a real pseudo-terminal (pexpect), with a fake clock
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -96,6 +97,8 @@ def test_pick_goes_untried_then_unpassed_then_slow_then_random():
 
 
 def test_a_passed_mock_counts_for_picking():
+    # what a mock records: its passing check (the one record of passes), then its scorecard
+    history.record_check("sdpa", passed=True, slugs=[], source="mock", attempt="mock:m", solve_seconds=10.0)
     history.record_mock({"id": "m", "exercise": "sdpa", "started_at": 0, "ended_at": 1, "strict": False,
                          "passed": True, "seconds_used": 10.0, "target_seconds": 180.0, "score": 90})
     assert mock.pick(random.Random(0), [SDPA, MHA])[0] is MHA
@@ -147,7 +150,16 @@ def test_a_corrupt_session_file_is_set_aside(home):
     mock.session_file().write_text("{not json")
     assert mock.load() is None
     assert not mock.session_file().exists()
-    assert any(p.name.startswith("mock.json.corrupt-") for p in home.iterdir())
+    assert (home / "mock.json.corrupt").read_text() == "{not json"
+
+
+def test_two_corrupt_session_files_in_one_second_are_both_kept(home):
+    home.mkdir()
+    for text in ("{first", "{second", "{third"):  # microseconds apart: a name stamped by the second would repeat
+        mock.session_file().write_text(text)
+        assert mock.load() is None
+    kept = {p.name: p.read_text() for p in home.iterdir() if p.name.startswith("mock.json.corrupt")}
+    assert kept == {"mock.json.corrupt": "{first", "mock.json.corrupt.1": "{second", "mock.json.corrupt.2": "{third"}
 
 
 def test_one_mock_at_a_time(run_script):
@@ -194,6 +206,13 @@ def test_a_scripted_mock_that_passes(isolated, fake_clock, run_script):
     assert not mock.session_file().exists()
     mock_checks = [r for r in history.checks("sdpa") if r["source"] == "mock"]
     assert len(mock_checks) == 1 and mock_checks[0]["attempt"] == f"mock:{card['id']}"
+    # a mock's pass is a pass: list, solution and stats all say so
+    row = next(line for line in run_script("list").stdout.splitlines() if " sdpa " in line)
+    assert "passed" in row and "1m 40s" in row
+    r = run_script("solution", "sdpa")  # no terminal: before a pass it would refuse without --yes
+    assert r.returncode == 0 and "not passed" not in r.stdout + r.stderr
+    (stats,) = json.loads(run_script("stats", "--json").stdout)["exercises"]
+    assert stats["passed"] and stats["passes"] == 1 and stats["best_seconds"] == 100.0
 
 
 def test_a_scripted_mock_that_times_out(isolated, fake_clock):

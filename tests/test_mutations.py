@@ -11,9 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import tempfile
-import time
 import tokenize
 from pathlib import Path
 
@@ -22,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from attn_drill import findings, paths
-from conftest import attn_drill_script
+from conftest import run_json_lines
 
 BATCH = 10  # mutants per command
 TIMEOUT = 4
@@ -80,18 +78,11 @@ def check_batch(exercise: str, sources: list[str]) -> None:
         for i, src in enumerate(sources):
             files.append(Path(tmp) / f"mutant{i:02d}_{exercise.replace('-', '_')}.py")
             files[-1].write_text(src, encoding="utf-8")
-        start = last = time.monotonic()
-        proc = subprocess.Popen([attn_drill_script(), "check", *map(str, files), "--exercise", exercise, "--json",
-                                 "--timeout", str(TIMEOUT), "--seed", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        reports = []
-        for line in proc.stdout:
-            now = time.monotonic()
-            assert now - last < LIMIT, f"a mutant took {now - last:.1f} s:\n{sources[len(reports)]}"
-            last = now
-            reports.append(json.loads(line))
-        stderr = proc.stderr.read()
-        code = proc.wait(timeout=60)
+        code, lines, stderr, total = run_json_lines(["check", *map(str, files), "--exercise", exercise, "--json",
+                                                     "--timeout", str(TIMEOUT), "--seed", "0"], LIMIT)
+    reports = [rep for rep, _ in lines]
+    for i, (_, seconds) in enumerate(lines):
+        assert seconds < LIMIT, f"a mutant took {seconds:.1f} s:\n{sources[i]}"
     assert code in (0, 1), f"exit {code}; stderr:\n{stderr}"
     assert "Traceback" not in stderr, stderr
     assert len(reports) == len(sources), f"{len(reports)} reports for {len(sources)} files; stderr:\n{stderr}"
@@ -103,7 +94,7 @@ def check_batch(exercise: str, sources: list[str]) -> None:
         assert rep["passed"] or any(f["level"] == "error" for f in rep["findings"]), f"a failure with no reason: {rep}"
         text = json.dumps(rep)
         assert "attn_drill/" not in text and "Traceback" not in text, f"{text}\nfor the mutant:\n{src}"
-    assert time.monotonic() - start < LIMIT * len(sources)
+    assert total < LIMIT * len(sources)
 
 
 FUZZ = settings(max_examples=int(os.environ.get("ATTN_DRILL_FUZZ_EXAMPLES", 2)), deadline=None, database=None,

@@ -37,8 +37,8 @@ def test_every_exercise_gets_three_distinct_questions(exercise):
     picked = questions.pick(ex.concepts, 3, rng=random.Random(0))
     assert len(picked) == 3 and len({q.id for q in picked}) == 3
     on_topic = [q for q in questions.bank().values() if set(q.concepts) & set(ex.concepts)]
-    if len(on_topic) >= 3:  # drawn from the exercise's concepts when the bank has enough of them
-        assert all(set(q.concepts) & set(ex.concepts) for q in picked)
+    assert len(on_topic) >= 3  # the bank has enough on every exercise's concepts...
+    assert all(set(q.concepts) & set(ex.concepts) for q in picked)  # ...and they are the ones drawn
 
 
 def test_pick_stays_on_topic_prefers_fresh_questions_and_replays_with_a_seed():
@@ -53,8 +53,12 @@ def test_pick_stays_on_topic_prefers_fresh_questions_and_replays_with_a_seed():
 
 
 def test_pick_falls_back_to_other_concepts():
-    picked = questions.pick(["no-such-concept"], 3, rng=random.Random(1))
-    assert len(picked) == 3
+    scaling = {q.id for q in questions.bank().values() if "scaling" in q.concepts}
+    picked = questions.pick(["scaling"], len(scaling) + 2, rng=random.Random(1))  # more than there are
+    assert len({q.id for q in picked}) == len(scaling) + 2
+    assert {q.id for q in picked[:len(scaling)]} == scaling  # every one on topic, first
+    assert not any("scaling" in q.concepts for q in picked[len(scaling):])  # the rest from other concepts
+    assert len({q.id for q in questions.pick(["no-such-concept"], 3, rng=random.Random(1))}) == 3
 
 
 def test_parse_answers():

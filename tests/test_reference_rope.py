@@ -113,7 +113,7 @@ def test_fit_reads_the_knobs_back(knobs, positions):
     omega, misfit = rope_fit.fit_frequencies(rot, used)
     assert float(misfit.max()) < 1e-6
     want = knobs.rope_sign * rope_fit.frequencies(12, 100.0, knobs.rope_freqs)
-    assert float(rope_fit._wrap(omega - want).abs().max()) < 1e-6  # integer positions: omega mod 2 pi
+    assert float(rope_fit.wrap(omega - want).abs().max()) < 1e-6  # integer positions: omega mod 2 pi
     other = rope_fit.positions_as(positions, "arange" if knobs.rope_positions == "given" else "given")
     assert float(rope_fit.fit_frequencies(rot, other)[1].max()) > 0.1  # the other positions do not fit
 

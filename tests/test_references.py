@@ -92,7 +92,6 @@ def test_every_knob_changes_the_outputs(exercise):
             try:
                 var = spec.variant(case, kn)
             except RuntimeError:
-                differs = True
-                continue
+                continue  # raises on this case (a broadcast that cannot happen): it must show on another one
             differs |= any(closeness(a, b) > 1e-6 for a, b in zip(ref, var))
         assert differs, kn

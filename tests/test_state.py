@@ -1,4 +1,5 @@
-"""The progress file: tolerant reads, atomic writes, and the records the commands rely on."""
+"""The progress file: tolerant reads, atomic writes, and the records the commands rely on (the pointers here,
+passed and best times from the practice history)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import state
+from attn_drill import catalogue, commands, history, state
+from attn_drill.report import FAIL, PASS, Finding, Report, Stage
+
+MHA = catalogue.get("mha")
 
 
 def write_raw(text: str) -> Path:
@@ -22,9 +26,10 @@ def write_raw(text: str) -> Path:
 def test_missing_file_is_an_empty_state(home):
     st = state.load()
     assert st.current is None
-    assert st.status("mha") == state.NEW
-    assert st.best("mha") is None and st.hints_shown("mha") == 0 and st.history("mha") == []
-    assert not state.state_file().exists()  # reading never creates it
+    assert st.status("mha", passed=False) == state.NEW
+    assert st.started_at("mha") is None and st.hints_shown("mha") == 0 and st.file("mha") is None
+    assert history.progress_of("mha").best is None and history.checks("mha") == []
+    assert not state.state_file().exists() and not history.db_file().exists()  # reading never creates them
 
 
 def test_lives_under_attn_drill_home(home):
@@ -38,7 +43,8 @@ def test_round_trip(home):
     again = state.load()
     assert again.current == "mha"
     assert again.file("mha") == (Path.cwd() / "attn-practice/mha.py").resolve()
-    assert again.status("mha") == state.STARTED
+    assert again.status("mha", passed=False) == state.STARTED
+    assert again.status("mha", passed=True) == state.PASSED
     assert again.hints_shown("mha") == 2
     assert json.loads(state.state_file().read_text())["version"] == state.VERSION
 
@@ -61,6 +67,18 @@ def test_a_second_corrupt_file_does_not_overwrite_the_first(home):
     assert (home / "state.json.corrupt.1").read_text() == "second garbage"
 
 
+def test_setting_aside_never_replaces_a_file_another_process_just_made(tmp_path, monkeypatch):
+    from attn_drill.atomic import set_aside
+
+    bad, theirs = tmp_path / "state.json", tmp_path / "state.json.corrupt"
+    bad.write_text("mine")
+    theirs.write_text("theirs")
+    monkeypatch.setattr(Path, "exists", lambda self: False)  # as if it appeared after we looked
+    assert set_aside(bad) == tmp_path / "state.json.corrupt.1"
+    assert theirs.read_text() == "theirs" and (tmp_path / "state.json.corrupt.1").read_text() == "mine"
+    assert not os.path.lexists(bad)
+
+
 @pytest.mark.parametrize("raw", [b"[1, 2]", b'"a string"', b'{"current": "\xff\xfe"}', b""])
 def test_json_of_the_wrong_kind_or_bad_bytes_counts_as_corrupt(home, raw):
     path = write_raw("")
@@ -70,16 +88,18 @@ def test_json_of_the_wrong_kind_or_bad_bytes_counts_as_corrupt(home, raw):
 
 
 def test_malformed_fields_are_tolerated(home):
+    # best_seconds, history and passed are fields of older files: the history holds them now
     write_raw(json.dumps({"current": 3, "exercises": {"mha": "nope", "sdpa": {
-        "hints_shown": "two", "best_seconds": "fast", "history": "none", "passed": "yes", "file": 7}}}))
+        "hints_shown": "two", "best_seconds": "fast", "history": "none", "passed": "yes", "file": 7,
+        "started_at": 5}}}))
     st = state.load()
     assert st.current is None
-    assert st.status("mha") == state.NEW
-    assert st.hints_shown("sdpa") == 0 and st.best("sdpa") is None and st.history("sdpa") == []
-    assert st.status("sdpa") == state.STARTED  # it has a (bad) file field, but passed is not True
-    assert st.file("sdpa") is None
+    assert st.status("mha", passed=False) == state.NEW
+    assert st.hints_shown("sdpa") == 0 and st.started_at("sdpa") is None
+    assert st.status("sdpa", passed=False) == state.STARTED  # it has a (bad) file field; passed is not ours
+    assert st.file("sdpa") is None and st.solve_seconds("sdpa", Path("sdpa.py")) is None
     st.record_start("mha", Path("mha.py"))  # a malformed record is replaced, not a crash
-    assert st.status("mha") == state.STARTED
+    assert st.status("mha", passed=False) == state.STARTED
 
 
 def test_unknown_fields_survive_a_save(home):
@@ -114,57 +134,76 @@ def test_an_error_inside_edit_saves_nothing(home):
     assert not state.state_file().exists()
 
 
-def backdate(st: state.State, exercise_id: str, seconds: float) -> None:
+def backdate(exercise_id: str, seconds: float) -> None:
     then = datetime.now(timezone.utc) - timedelta(seconds=seconds)
-    st.entry(exercise_id)["started_at"] = then.isoformat()
+    with state.edit() as st:
+        st.entry(exercise_id)["started_at"] = then.isoformat()
+
+
+def start(f: Path) -> None:
+    with state.edit() as st:
+        st.record_start("mha", f)
+
+
+def check(f: Path, passed: bool, seed: int = 0, slug: str = "missing-scale") -> tuple:
+    """What `check` and `watch` do with a report of `f`: (solve time or None, best time)."""
+    rep = Report("mha", str(f.resolve()), seed, stages=[Stage("values", PASS if passed else FAIL)])
+    if not passed:
+        rep.findings = [Finding(slug, "error", "title", "message", "evidence", "fix")]
+    return commands._record(MHA, f, rep, "check")
 
 
 def test_a_pass_of_the_started_file_records_the_best_time(tmp_path):
-    st = state.State()
     f = tmp_path / "mha.py"
-    st.record_start("mha", f)
-    backdate(st, "mha", 300)
-    took = st.record_check("mha", f, passed=True, seed=1, finding=None)
-    assert took == pytest.approx(300, abs=5)
-    assert st.status("mha") == state.PASSED and st.best("mha") == pytest.approx(300, abs=5)
-    backdate(st, "mha", 100)  # a faster solve after a restart lowers the best
-    st.record_check("mha", f, passed=True, seed=2, finding=None)
-    assert st.best("mha") == pytest.approx(100, abs=5)
-    backdate(st, "mha", 900)  # a slower one does not raise it
-    st.record_check("mha", f, passed=True, seed=3, finding=None)
-    assert st.best("mha") == pytest.approx(100, abs=5)
+    start(f)
+    backdate("mha", 300)
+    took, best = check(f, passed=True, seed=1)
+    assert took == pytest.approx(300, abs=5) and best == pytest.approx(300, abs=5)
+    assert history.progress_of("mha").passed and history.progress_of("mha").best == pytest.approx(300, abs=5)
+    start(f)  # a faster solve after a restart lowers the best
+    backdate("mha", 100)
+    assert check(f, passed=True, seed=2)[1] == pytest.approx(100, abs=5)
+    start(f)  # a slower one does not raise it
+    backdate("mha", 900)
+    assert check(f, passed=True, seed=3)[1] == pytest.approx(100, abs=5)
+    assert history.progress_of("mha").best == pytest.approx(100, abs=5)
 
 
 def test_a_failure_is_history_only(tmp_path):
-    st = state.State()
     f = tmp_path / "mha.py"
-    st.record_start("mha", f)
-    assert st.record_check("mha", f, passed=False, seed=7, finding="missing-scale") is None
-    assert st.status("mha") == state.STARTED and st.best("mha") is None
-    (h,) = st.history("mha")
-    assert (h["passed"], h["seed"], h["finding"], h["file"]) == (False, 7, "missing-scale", str(f.resolve()))
-    assert datetime.fromisoformat(h["at"]).tzinfo is not None
+    start(f)
+    before = state.state_file().read_bytes()
+    assert check(f, passed=False, seed=7) == (None, None)
+    assert state.load().status("mha", passed=history.progress_of("mha").passed) == state.STARTED
+    assert history.progress_of("mha").best is None
+    (h,) = history.checks("mha")
+    assert (h["passed"], h["seed"], h["slugs"], h["file"]) == (False, 7, ["missing-scale"], str(f.resolve()))
+    assert h["attempt"] == state.load().started_at("mha") and h["solve_seconds"] is None
+    assert state.state_file().read_bytes() == before  # a check never writes the progress file
 
 
 def test_a_pass_of_another_file_counts_but_sets_no_time(tmp_path):
-    st = state.State()
-    st.record_start("mha", tmp_path / "mine.py")
-    assert st.record_check("mha", tmp_path / "other" / "mha.py", passed=True, seed=0, finding=None) is None
-    assert st.status("mha") == state.PASSED and st.best("mha") is None
+    start(tmp_path / "mine.py")
+    assert check(tmp_path / "other" / "mha.py", passed=True) == (None, None)
+    done = history.progress_of("mha")
+    assert state.load().status("mha", passed=done.passed) == state.PASSED and done.best is None
+    assert history.checks("mha")[0]["attempt"] is None  # no attempt of its own
 
 
-def test_history_is_capped(tmp_path):
-    st = state.State()
-    for i in range(state.HISTORY_LIMIT + 5):
-        st.record_check("sdpa", tmp_path / "sdpa.py", passed=False, seed=i, finding=None)
-    h = st.history("sdpa")
-    assert len(h) == state.HISTORY_LIMIT and h[-1]["seed"] == state.HISTORY_LIMIT + 4
+def test_checks_never_grow_the_progress_file(tmp_path):
+    start(tmp_path / "mha.py")
+    size = state.state_file().stat().st_size
+    for i in range(30):
+        check(tmp_path / "mha.py", passed=False, seed=i)
+    assert state.state_file().stat().st_size == size
+    seeds = [h["seed"] for h in history.checks("mha")]
+    assert seeds == list(range(30))  # every one kept, in order, the latest last
 
 
 def test_restart_clock_only_when_asked(tmp_path):
     st = state.State()
     st.record_start("mha", tmp_path / "mha.py")
-    backdate(st, "mha", 600)
+    st.entry("mha")["started_at"] = (datetime.now(timezone.utc) - timedelta(seconds=600)).isoformat()
     old = st.peek("mha")["started_at"]
     st.record_start("mha", tmp_path / "mha.py", restart_clock=False)
     assert st.peek("mha")["started_at"] == old

@@ -101,10 +101,6 @@ def values_turned(check) -> bool:
     return False
 
 
-def wrap(t: torch.Tensor) -> torch.Tensor:
-    return torch.remainder(t + torch.pi, 2 * torch.pi) - torch.pi
-
-
 def positions(case, restart: bool = False) -> torch.Tensor:
     """(T,) the position of each new token of a case: absolute, or counted from 0 again in every call."""
     if restart:
@@ -122,7 +118,7 @@ def turned_as(rot, case) -> list[int | None]:
     angles = unit.sum(dim=(0, 1)).angle()  # (T, d/2): the angle all batches and kv heads agree on
     out = []
     for a in angles:
-        err = wrap(a[None, :] - want).abs().amax(-1)  # (P,)
+        err = rope_fit.wrap(a[None, :] - want).abs().amax(-1)  # (P,)
         out.append(int(err.argmin()) if float(err.min()) <= rope_fit.ANGLE_TOL else None)
     return out
 

@@ -11,6 +11,7 @@ from attn_drill import findings
 from attn_drill.check import calls, diagnoses, load, probes
 from attn_drill.check.compare import TOL, diff, where
 from attn_drill.check.specs import SPECS
+from attn_drill.check import tamper
 from attn_drill.check.tamper import changed_since, snapshot
 from attn_drill.report import FAIL, PASS, SKIP, STAGES, WARN, Report, Stage
 
@@ -62,7 +63,7 @@ class Check:
         """After every call of user code: torch unchanged, nothing forbidden ran."""
         changed = changed_since(self.torch_before)
         if changed:
-            self.fail(findings.make("torch-modified", "your code replaced " + ", ".join(changed[:5]), score=2.0))
+            self.fail(tamper.finding(changed, "your code replaced"))
         t = outcome.tracer
         if t and t.forbidden_calls:
             name, line = t.forbidden_calls[0]
@@ -78,8 +79,7 @@ class Check:
             self.fail(bad)
         changed = changed_since(self.torch_before)
         if changed:
-            self.fail(findings.make("torch-modified", "importing your file replaced " + ", ".join(changed[:5]),
-                                    score=2.0))
+            self.fail(tamper.finding(changed, "importing your file replaced"))
         self.module = module
         return PASS, "the file imports"
 

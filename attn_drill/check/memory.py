@@ -15,7 +15,6 @@ no: the first use then costs a few milliseconds. If torch drops that hook, the f
 
 from __future__ import annotations
 
-import sys
 import time
 import weakref
 from dataclasses import dataclass
@@ -119,14 +118,9 @@ class Allocations(TorchDispatchMode):
         self._refs.pop(key, None)
 
     def user_line(self) -> int | None:
-        if self.user_file is None:
-            return None
-        frame = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == self.user_file:
-                return frame.f_lineno
-            frame = frame.f_back
-        return None
+        from attn_drill.check.trace import user_line
+
+        return user_line(self.user_file, depth=2)
 
 
 def _key(t: torch.Tensor) -> int | None:

@@ -1,8 +1,8 @@
-"""Where does a self-attention module (mha-fused, gqa) first go wrong? Forward hooks on the layers the
+"""Where does an attention module (mha, mha-fused, gqa) first go wrong? Forward hooks on the layers the
 contract names, compared with the reference: the input projections' outputs, then what W_o receives.
 
-The spec says what each layer should give: `projected(case)` (input layer -> its expected output) and
-`merged(case)` (the heads merged back, what W_o should receive).
+The spec (a ModuleSpec) says what each layer should give: `projected(case)` (input layer -> its expected
+output) and `merged(case)` (the heads merged back, what W_o should receive).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 
 from attn_drill.check.compare import closeness
-from attn_drill.check.hooks import _record
 
 
 def capture(check, case) -> dict[str, tuple]:
@@ -72,3 +71,10 @@ def merge_is_permuted(check) -> str | None:
         return None
     return (f"W_o receives exactly the values of the correctly merged heads, in another order ({case.label}): "
             "attention is right, the merge rearranges it")
+
+
+def _record(seen: dict, name: str):
+    def hook(module, inputs, output):
+        if name not in seen and inputs and isinstance(inputs[0], torch.Tensor):
+            seen[name] = (inputs[0].detach().double(), output.detach().double())
+    return hook

@@ -169,7 +169,8 @@ def fit_rotation(x: torch.Tensor, out: torch.Tensor) -> Rotation | None:
     return Rotation(pairs, angles.reshape(*lead, len(pairs)), valid.reshape(lead), stretch)
 
 
-def _wrap(t: torch.Tensor) -> torch.Tensor:
+def wrap(t: torch.Tensor) -> torch.Tensor:
+    """Angles taken into [-pi, pi): a turn by t and by t + 2 pi are one turn."""
     return torch.remainder(t + math.pi, 2 * math.pi) - math.pi
 
 
@@ -188,7 +189,7 @@ def misfit_of(rot: Rotation, positions: torch.Tensor, omega: torch.Tensor) -> to
     theta, p = _samples(rot, positions)
     if theta.numel() == 0:
         return torch.full((len(rot.pairs),), float("inf"))
-    return _wrap(theta - p[:, None] * omega.double()[None, :]).abs().amax(0)
+    return wrap(theta - p[:, None] * omega.double()[None, :]).abs().amax(0)
 
 
 def fit_frequencies(rot: Rotation, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -209,7 +210,7 @@ def fit_frequencies(rot: Rotation, positions: torch.Tensor) -> tuple[torch.Tenso
         power = torch.complex(phase.cos(), phase.sin()).sum(1).abs()
         w = float(grid[int(power.argmax())])
         for _ in range(3):
-            r = _wrap(theta[:, i] - w * p)
+            r = wrap(theta[:, i] - w * p)
             w += float((r * p).sum() / (p * p).sum())
         omega[i] = (w + math.pi) % (2 * math.pi) - math.pi
     return omega, misfit_of(rot, positions, omega)

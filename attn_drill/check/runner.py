@@ -23,11 +23,11 @@ from typing import Iterator
 
 from attn_drill import findings
 from attn_drill.check import sandbox
+from attn_drill.check.worker import CHANNEL_LOST  # the worker module imports no torch at its top
 from attn_drill.report import FAIL, SKIP, STAGES, Report, Stage
 
 DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported
 STARTUP_LIMIT = 120.0  # importing torch on a cold disk can be slow; this only guards against a wedged start
-CHANNEL_LOST = 70  # the worker's exit status when its report channel was taken away (worker.CHANNEL_LOST)
 EXIT_GRACE = 2.0  # seconds a worker that closed its channel gets to exit before it is killed
 
 
@@ -65,7 +65,7 @@ def _run_worker(jobs: list[Job], seed: int, timeout: float, spawn) -> Iterator[R
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile()  # the user's prints, and a crash's last words
     faults = tempfile.TemporaryFile()  # faulthandler's Python stack on a segfault or just before a timeout
-    spec = {"seed": seed, "timeout": timeout, "fault_fd": faults.fileno(),
+    spec = {"seed": seed, "fault_fd": faults.fileno(),
             "jobs": [{"path": str(j.path), "exercise": j.exercise} for j in jobs]}
     proc = spawn(spec, (write_fd, faults.fileno()), log)
     os.close(write_fd)
@@ -77,16 +77,16 @@ def _run_worker(jobs: list[Job], seed: int, timeout: float, spawn) -> Iterator[R
             line = reader.next(deadline)
             if line is _TIMEOUT:
                 if current is None:
-                    _kill(proc)
+                    kill(proc)
                     yield _worker_failed(jobs[reported], seed, "the checker did not start in time", log)
                 else:
                     _ask_for_stack(proc, faults)  # the verdict is a timeout already, whatever happens next
-                    _kill(proc)
+                    kill(proc)
                     yield _timed_out(jobs[current], seed, stages, timeout, log, faults)
                 return reported + 1
             event = _parse(line, len(jobs))
             if event is None:  # the worker is gone, or something else wrote into its channel
-                _stop(proc)
+                stop(proc)
                 job = jobs[current if current is not None else reported]
                 yield _crashed(job, seed, stages, proc.returncode, log, faults, garbled=line is not None)
                 return reported + 1
@@ -102,7 +102,7 @@ def _run_worker(jobs: list[Job], seed: int, timeout: float, spawn) -> Iterator[R
                 deadline = time.monotonic() + STARTUP_LIMIT
         return reported
     finally:
-        _kill(proc)  # a worker done with its jobs may still hold threads or children of the user's code
+        kill(proc)  # a worker done with its jobs may still hold threads or children of the user's code
         reader.close()
         log.close()
         faults.close()
@@ -173,7 +173,7 @@ def _ask_for_stack(proc, faults, wait: float = 0.3) -> None:
             return
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def kill(proc: subprocess.Popen) -> None:
     """Kill the worker's whole process group: threads and children of the user's code go with it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -183,12 +183,12 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen, grace: float = EXIT_GRACE) -> None:
     """The channel closed: let the worker finish dying (to learn how), then make sure of it."""
     try:
-        proc.wait(timeout=EXIT_GRACE)
+        proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
-        _kill(proc)
+        kill(proc)
 
 
 def partial_report(job: Job, seed: int, stages: list[Stage], failed_detail: str) -> Report:

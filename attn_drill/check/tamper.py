@@ -147,3 +147,10 @@ def _restore_state(before: dict) -> list[str]:
 
 
 _MISSING = object()
+
+
+def finding(changed: list[str], what: str, after: str = ""):
+    """The torch-modified finding for what changed_since found (and has already put back)."""
+    from attn_drill import findings
+
+    return findings.make("torch-modified", f"{what} " + ", ".join(changed[:5]) + after, score=2.0)

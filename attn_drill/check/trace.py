@@ -60,12 +60,7 @@ class Tracer(TorchFunctionMode):
         return [(name, line) for name, line, _ in self._made.values()]
 
     def user_line(self) -> int | None:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_filename == self.user_file:
-                return frame.f_lineno
-            frame = frame.f_back
-        return None
+        return user_line(self.user_file, depth=3)
 
     def first_line(self, names: set[str], last: bool = False) -> int | None:
         hits = [line for name, line in self.calls if name in names and line is not None]
@@ -80,42 +75,11 @@ def _name(func) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-
-def keep_dynamo_out() -> None:
-    """Stop the meta device's Python kernels from importing torch._dynamo (0.7 s) on first use.
-
-    Many of them are wrapped in torch._compile._disable_dynamo, which imports dynamo on the first call only
-    to wrap the function in "dynamo disabled". The checker never compiles, so resolving each wrapper to its
-    plain function is harmless. If torch changes this layout, nothing breaks: the first meta call is slower.
-    """
-    import types
-
-    import torch._compile
-
-    code = torch._compile._disable_dynamo(lambda: None).__code__
-    if "fn" not in code.co_freevars:
-        return
-    slot = code.co_freevars.index("fn")
-    prefixes = ("torch._refs", "torch._prims", "torch._decomp", "torch._meta_registrations")
-    todo = [obj for name, mod in list(sys.modules.items()) if name.startswith(prefixes)
-            for obj in list(vars(mod).values()) if isinstance(obj, types.FunctionType)]
-    seen = set()
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        if fn.__code__ is code:
-            inner = fn.__closure__[slot].cell_contents
-            inner.__dynamo_disable = inner
-        wrapped = getattr(fn, "__wrapped__", None)
-        cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
-        todo += [f for f in [wrapped, *cells] if isinstance(f, types.FunctionType)]
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
+def user_line(user_file: str | None, depth: int = 2) -> int | None:
+    """The line of the user's file on the stack, innermost first, from `depth` frames above this function."""
+    frame = sys._getframe(depth) if user_file else None
+    while frame is not None:
+        if frame.f_code.co_filename == user_file:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None

@@ -107,16 +107,7 @@ class WarmPool:
         return runner.spawn_worker(spec, fds, log)
 
     def close(self) -> None:
-        if self.sock is not None:
-            self.sock.close()  # the server reads EOF and exits
-            self.sock = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                _killpg(self.proc.pid)
-                self.proc.wait()
-            self.proc = None
+        self._stop_server(grace=runner.EXIT_GRACE)  # closing the socket lets the server exit by itself
         self.ready = False
 
     def _recv(self, limit: float):
@@ -135,22 +126,28 @@ class WarmPool:
     def _give_up(self, for_good: bool) -> None:
         """The server is dead or wedged: stop it. If it never got ready, checks use cold workers from now
         on; if it died later (a user's file can kill its parent), the next check starts a new one."""
+        self._stop_server(grace=None)
+        self.ready = False
+        self.failed = self.failed or for_good
+
+    def _stop_server(self, grace: float | None) -> None:
+        """Close the socket (the server reads EOF and exits), then wait `grace` seconds or none, then kill."""
         if self.sock is not None:
             self.sock.close()
             self.sock = None
         if self.proc is not None:
-            _killpg(self.proc.pid)
-            self.proc.wait()
+            if grace is None:
+                runner.kill(self.proc)
+            else:
+                runner.stop(self.proc, grace)
             self.proc = None
-        self.ready = False
-        self.failed = self.failed or for_good
 
 
 _QUIET = object()
 
 
 class WarmChild:
-    """The runner's view of a forked child: the few Popen methods runner._run_worker and _kill use."""
+    """The runner's view of a forked child: the few Popen methods runner._run_worker and runner.kill use."""
 
     def __init__(self, pool: WarmPool, pid: int):
         self.pool, self.pid, self.returncode = pool, pid, None
@@ -267,10 +264,9 @@ def _warm_up(torch, exercise_ids: list[str]) -> None:
     hidden meanwhile: a process that has touched CUDA cannot fork a child that uses it."""
     from attn_drill import catalogue
     from attn_drill.check.engine import check_file
-    from attn_drill.check.trace import keep_dynamo_out
+    from attn_drill.check.worker import prepare_torch
 
-    keep_dynamo_out()
-    torch.set_num_threads(1)  # as the worker does; also means no thread pool to break across fork
+    prepare_torch()  # once, here: every forked child inherits it, and the worker's own call does nothing
     real = torch.cuda.is_available
     torch.cuda.is_available = lambda: False
     try:
@@ -283,10 +279,6 @@ def _warm_up(torch, exercise_ids: list[str]) -> None:
                 pass
     finally:
         torch.cuda.is_available = real
-    # Its effect (on torch's own functions) is inherited by every fork: the worker need not redo it (20 ms).
-    import attn_drill.check.trace as trace
-
-    trace.keep_dynamo_out = lambda: None
 
 
 def _child(sock: socket.socket, job: dict, fds: list[int]) -> None:

@@ -30,14 +30,11 @@ def main(argv: list[str]) -> int:
         except (OSError, ValueError):  # the user's code closed or replaced the channel: say so by the exit status
             os._exit(CHANNEL_LOST)
 
-    import torch  # noqa: F401 - the one slow import, paid before any clock starts
+    prepare_torch()  # the one slow import, paid before any clock starts
 
     from attn_drill.check import sandbox, tamper
     from attn_drill.check.engine import check_file
-    from attn_drill.check.trace import keep_dynamo_out
 
-    keep_dynamo_out()
-    torch.set_num_threads(1)  # tiny tensors: threads only cost start-up time
     sandbox.confine(spec.get("fault_fd"))
     guard = Guard(tamper.snapshot(), tamper.changed_since)
     for index, job in enumerate(spec["jobs"]):
@@ -53,6 +50,61 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
+_prepared = False
+
+
+def prepare_torch() -> None:
+    """Import torch and set it up for the checks, once per process (a warm server's forked children inherit it)."""
+    global _prepared
+    if _prepared:
+        return
+    import torch
+
+    keep_dynamo_out()
+    torch.set_num_threads(1)  # tiny tensors: threads only cost start-up time (and no thread pool to break on fork)
+    _prepared = True
+
+
+def keep_dynamo_out() -> None:
+    """Stop the meta device's Python kernels from importing torch._dynamo (0.7 s) on first use.
+
+    Many of them are wrapped in torch._compile._disable_dynamo, which imports dynamo on the first call only
+    to wrap the function in "dynamo disabled". The checker never compiles, so resolving each wrapper to its
+    plain function is harmless. If torch changes this layout, nothing breaks: the first meta call is slower.
+    """
+    import types
+
+    import torch._compile
+
+    code = torch._compile._disable_dynamo(lambda: None).__code__
+    if "fn" not in code.co_freevars:
+        return
+    slot = code.co_freevars.index("fn")
+    prefixes = ("torch._refs", "torch._prims", "torch._decomp", "torch._meta_registrations")
+    todo = [obj for name, mod in list(sys.modules.items()) if name.startswith(prefixes)
+            for obj in list(vars(mod).values()) if isinstance(obj, types.FunctionType)]
+    seen = set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if fn.__code__ is code:
+            inner = fn.__closure__[slot].cell_contents
+            inner.__dynamo_disable = inner
+        wrapped = getattr(fn, "__wrapped__", None)
+        cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        todo += [f for f in [wrapped, *cells] if isinstance(f, types.FunctionType)]
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 class Guard:
     """The last word on tampering, with the snapshot and the check taken before any user code ran."""
 
@@ -62,11 +114,9 @@ class Guard:
     def verify(self, report) -> None:
         changed = self.changed_since(self.snap)
         if changed:
-            from attn_drill import findings
+            from attn_drill.check import tamper
 
-            report.findings.append(findings.make(
-                "torch-modified", "your code replaced " + ", ".join(changed[:5]) + " (seen after the check ended)",
-                score=2.0))
+            report.findings.append(tamper.finding(changed, "your code replaced", " (seen after the check ended)"))
 
 
 def run_job(job: dict, seed: int, check_file, emit):

@@ -5,16 +5,11 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
-from attn_drill.check import load
+from attn_drill.check import load, module_hooks
 from attn_drill.check.compare import closeness
 from attn_drill.check.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of,
-                                        variant_finding)
+                                        scale_finding, variant_finding)
 from attn_drill.check.variants import Knobs
-
-
-def hooks_summary(check) -> str:
-    from attn_drill.check.hooks import locate
-    return locate(check)
 
 
 @diagnosis("softmax-wrong-dim", ("sdpa", "mha", "mha-fused", "gqa"))
@@ -71,42 +66,41 @@ def mask_head_broadcast(check):
     return f
 
 
-@diagnosis("wrong-head-split", ("mha",))
+# --- heads: the evidence adds where the module departs (module_hooks, on the layers its spec names) -----
+
+def located(check):
+    """An evidence tail for variant_finding: where the user's module first departs from the reference."""
+    return lambda _example: check.spec.locate(check)
+
+
+@diagnosis("wrong-head-split", ("mha", "mha-fused", "gqa"))
 def wrong_head_split(check):
-    f = variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
-                        "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
-                        line=line_of(first_outcome(check), RESHAPES))
-    if f:
-        f.evidence += "; " + hooks_summary(check)
-    return f
+    return variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
+                           "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
+                           line=line_of(first_outcome(check), RESHAPES), extra=located(check))
 
 
-@diagnosis("wrong-head-merge", ("mha",))
+@diagnosis("wrong-head-merge", ("mha", "mha-fused", "gqa"))
 def wrong_head_merge(check):
+    line = line_of(first_outcome(check), RESHAPES, last=True)
     f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
-                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)",
-                        line=line_of(first_outcome(check), RESHAPES, last=True))
+                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)", line=line,
+                        extra=located(check))
     if f:
-        f.evidence += "; " + hooks_summary(check)
         return f
-    from attn_drill.check.hooks import merge_is_permuted
-
     weights_right = all(o.outputs is not None and closeness(o.outputs[1], ref[1]) < MATCH
                         for o, ref in zip(check.outcomes, check.refs))
-    evidence = merge_is_permuted(check) if weights_right else None
+    evidence = module_hooks.merge_is_permuted(check) if weights_right else None
     if evidence:
         return findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
-                             line=line_of(first_outcome(check), RESHAPES, last=True), score=0.95)
+                             line=line, score=0.95)
     return None
 
 
-@diagnosis("missing-output-projection", ("mha",))
+@diagnosis("missing-output-projection", ("mha", "mha-fused", "gqa"))
 def missing_output_projection(check):
-    f = variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
-                        "the merged heads returned as they are")
-    if f:
-        f.evidence += "; " + hooks_summary(check)
-    return f
+    return variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
+                           "the merged heads returned as they are", extra=located(check))
 
 
 def first_masked(check):
@@ -132,7 +126,7 @@ def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | 
     return float((xc * yc).sum()) / denom if denom > 0 else None
 
 
-@diagnosis("missing-scale, wrong-scale", ("sdpa", "mha", "mha-fused", "gqa"))
+@diagnosis(("missing-scale", "wrong-scale"), ("sdpa", "mha", "mha-fused", "gqa"))
 def scale(check):
     """The weights are softmax(s * q k^T) for a fitted s other than 1/sqrt(d)."""
     fitted = []
@@ -143,20 +137,9 @@ def scale(check):
         if s is None:
             return None
         var = check.spec.variant(o.case, Knobs(scale=s))
-        if max(closeness(a, b) for a, b in zip(o.outputs, var)) > MATCH:
+        if check.spec.distance(o.outputs, var, var) > MATCH:
             return None  # the weights are not softmax(s * q k^T): not (only) a scale mistake
         fitted.append((o, s))
-    o, s = fitted[0]
-    d = o.case.dims["d"]
-    want = d ** -0.5
-    if abs(s - want) <= 1e-3 * want:
-        return None
-    line = line_of(o, SCORES)
-    expected = f"expected {want:.4f} = 1/sqrt({d}) ({o.case.label})"
-    if all(abs(s_ - 1.0) < 1e-3 for _, s_ in fitted):
-        return findings.make("missing-scale", f"your effective scale is {s:.3f}, {expected}", line=line, score=1.0)
-    names = [n for n, v in check.spec.scale_names(o.case).items() if abs(v - s) <= 1e-3 * v]
-    said = f" = {names[0]}" if names else ""
-    return findings.make("wrong-scale", f"your effective scale is {s:.4f}{said}, {expected}", line=line, score=1.0)
+    return scale_finding(check, fitted, line_of(fitted[0][0], SCORES))
 
 

@@ -15,7 +15,7 @@ import torch
 from attn_drill import findings
 from attn_drill.check import cache_probes, load, rope_fit, variants_cache
 from attn_drill.check.compare import closeness
-from attn_drill.check.diagnoses import (MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of, match,
+from attn_drill.check.diagnoses import (MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
                                         variant_finding)
 from attn_drill.check.variants_cache import SCALES, CacheKnobs, scale_of
 
@@ -53,25 +53,6 @@ def keys_only_wrong(check) -> bool:
     return v_ok >= n - 1 and k_ok < n
 
 
-def named(check, slug: str, knobs: CacheKnobs, how: str, line: int | None = None):
-    """variant_finding, after a cheap screen: a variant that misses two of the failing cases cannot explain all
-    cases but one, so the full comparison is skipped."""
-    misses = 0
-    for o, ref in zip(check.outcomes, check.refs):
-        if o.outputs is None or all(closeness(a, b) <= MATCH for a, b in zip(o.outputs, ref)):
-            continue
-        try:
-            var = check.spec.variant(o.case, knobs)
-        except RuntimeError:
-            var = None
-        if var is not None and max(closeness(a, b) for a, b in zip(o.outputs, var)) <= MATCH:
-            break
-        misses += 1
-        if misses == 2:
-            return None
-    return variant_finding(check, slug, knobs, how, line=line)
-
-
 def explains(check, knobs: CacheKnobs) -> bool:
     """The variant reproduces every case, or all but one, and some case tells it from the reference."""
     matched, telling, _, example = match(check, knobs)
@@ -80,7 +61,7 @@ def explains(check, knobs: CacheKnobs) -> bool:
 
 # --- inside attention: the cache is right -----------------------------------------------------------------
 
-@diagnosis("missing-scale, wrong-scale", KV)
+@diagnosis(("missing-scale", "wrong-scale"), KV)
 def scale(check):
     """Fit the factor on the scores that reproduces the one-call case; name it; confirm it on every case."""
     if not cache_right(check):
@@ -99,16 +80,17 @@ def scale(check):
         if abs(value - s) <= 1e-3 * value:
             slug = "missing-scale" if rule == "1" else "wrong-scale"
             said = "1 (no scale)" if rule == "1" else f"{value:.4g} = {said}"
-            f = named(check, slug, CacheKnobs(scale=rule), f"your effective scale is {said}, {expected}", line)
+            f = variant_finding(check, slug, CacheKnobs(scale=rule), f"your effective scale is {said}, {expected}",
+                                line)
             if f:
                 return f
-    return named(check, "wrong-scale", CacheKnobs(scale=s), f"your effective scale is {s:.4g} (fitted), {expected}",
-                 line)
+    return variant_finding(check, "wrong-scale", CacheKnobs(scale=s),
+                           f"your effective scale is {s:.4g} (fitted), {expected}", line)
 
 
 def fit_scale(check) -> tuple[float, dict] | None:
-    """(s, the case's dims): the factor on the scores that best reproduces the user's out on the one-call case,
-    by a grid and a golden section on log s; None when no factor reproduces it."""
+    """(s, the case's dims): the factor on the scores that best reproduces the user's out on the one-call case;
+    None when no factor reproduces it."""
     o = next((o for o in check.outcomes if o.outputs is not None and len(o.case.dims["steps"]) == 1
               and not o.case.dims["T_past"]), None)
     if o is None:
@@ -116,18 +98,8 @@ def fit_scale(check) -> tuple[float, dict] | None:
     c = o.case
     q, k, v = variants_cache.project(c.params, c.dims, c.config["rope_base"], c.inputs["x"], 0)  # once: s comes after
 
-    def dist(t: float) -> float:
-        return closeness(variants_cache.finish(c.params, c.dims, q, k, v, scale=math.exp(t)), o.outputs[0])
-
-    grid = [math.log(1e-3) + i * math.log(1e5) / 30 for i in range(31)]
-    i = min(range(len(grid)), key=lambda j: dist(grid[j]))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    g = (math.sqrt(5) - 1) / 2
-    for _ in range(40):
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        lo, hi = (lo, b) if dist(a) < dist(b) else (a, hi)
-    t = (lo + hi) / 2
-    return (math.exp(t), o.case.dims) if dist(t) <= MATCH else None
+    s, err = fit_log(lambda s: closeness(variants_cache.finish(c.params, c.dims, q, k, v, scale=s), o.outputs[0]))
+    return (s, o.case.dims) if err <= MATCH else None
 
 
 @diagnosis("softmax-wrong-dim", KV)
@@ -140,7 +112,7 @@ def softmax_wrong_dim(check):
                                                           "dim= picks for 4-D scores)"),
                             (0, ("-inf", "min", "bias"), "softmax over the batch (dim=0)")):
         for fill in fills:
-            f = named(check, "softmax-wrong-dim", CacheKnobs(softmax_dim=dim, fill=fill), how, line=line)
+            f = variant_finding(check, "softmax-wrong-dim", CacheKnobs(softmax_dim=dim, fill=fill), how, line=line)
             if f:
                 return f
     return None
@@ -155,7 +127,7 @@ def causal_diagonal(check):
               "so the first token of a sequence sees nothing") for fill in ("-inf", "min", "bias", "zero")]
     tries.append(("one-future", "-inf", "each token also sees the next one: new token i sees keys j <= T_past + i + 1"))
     for causal, fill, how in tries:
-        f = named(check, "causal-diagonal", CacheKnobs(causal=causal, fill=fill), how, line=line)
+        f = variant_finding(check, "causal-diagonal", CacheKnobs(causal=causal, fill=fill), how, line=line)
         if f:
             return f
     return None
@@ -177,7 +149,7 @@ def causal_misaligned(check):
         how = ("the causal mask aligned top-left: new token i sees keys j <= i, not j <= T_past + i"
                + (", in calls of more than one token (one new token sees every key)" if causal != "top-left" else "")
                + said)
-        f = named(check, "causal-misaligned", CacheKnobs(causal=causal), how, line=line)
+        f = variant_finding(check, "causal-misaligned", CacheKnobs(causal=causal), how, line=line)
         if f:
             return f
     return None
@@ -187,39 +159,41 @@ def causal_misaligned(check):
 def wrong_head_merge(check):
     if not cache_right(check):
         return None
-    return named(check, "wrong-head-merge", CacheKnobs(merge="blocks"),
-                 "heads merged with reshape(B, T, D) straight from (B, H, T, d); your cache is right, so the split "
-                 "is too", line=line_of(first_outcome(check), RESHAPES, last=True))
+    return variant_finding(check, "wrong-head-merge", CacheKnobs(merge="blocks"),
+                           "heads merged with reshape(B, T, D) straight from (B, H, T, d); your cache is right, so "
+                           "the split is too", line=line_of(first_outcome(check), RESHAPES, last=True))
 
 
 @diagnosis("missing-output-projection", KV)
 def missing_output_projection(check):
     if not cache_right(check):
         return None
-    return named(check, "missing-output-projection", CacheKnobs(out_proj=False),
-                 "the merged heads returned as they are, without W_o")
+    return variant_finding(check, "missing-output-projection", CacheKnobs(out_proj=False),
+                           "the merged heads returned as they are, without W_o")
 
 
 @diagnosis("kv-repeat-order", KV)
 def kv_repeat_order(check):
     if not cache_right(check):
         return None
-    dims = next((c.dims for c in check.cases if c.dims["H"] // c.dims["Hkv"] > 1 and c.dims["Hkv"] > 1))
+    dims = next((c.dims for c in check.cases if c.dims["H"] // c.dims["Hkv"] > 1 and c.dims["Hkv"] > 1), None)
+    if dims is None:
+        return None  # no case where the two orders differ: nothing to name
     H, Hkv = dims["H"], dims["Hkv"]
     tiled, want = [h % Hkv for h in range(H)], [h // (H // Hkv) for h in range(H)]
     how = (f"query head h reading kv head h % Hkv (k.repeat(1, H // Hkv, 1, 1)): with H={H}, Hkv={Hkv} the query "
            f"heads read kv heads {tiled}, expected {want}")
-    return named(check, "kv-repeat-order", CacheKnobs(repeat="tile"), how,
-                 line=line_of(first_outcome(check), {"repeat", "expand", "tile"}))
+    return variant_finding(check, "kv-repeat-order", CacheKnobs(repeat="tile"), how,
+                           line=line_of(first_outcome(check), {"repeat", "expand", "tile"}))
 
 
 # --- the cache itself -----------------------------------------------------------------------------------
 
 @diagnosis("wrong-head-split", KV)
 def wrong_head_split(check):
-    return named(check, "wrong-head-split", CacheKnobs(split="blocks"),
-                 "heads cut as contiguous blocks: view(B, H, T, d) with no transpose (and the same for the kv "
-                 "heads, so the cache is cut wrong too)", line=line_of(first_outcome(check), RESHAPES))
+    return variant_finding(check, "wrong-head-split", CacheKnobs(split="blocks"),
+                           "heads cut as contiguous blocks: view(B, H, T, d) with no transpose (and the same for the "
+                           "kv heads, so the cache is cut wrong too)", line=line_of(first_outcome(check), RESHAPES))
 
 
 AXES = {0: "the batch axis", 1: "the kv-head axis", 2: "the time axis", 3: "the feature axis"}
@@ -250,60 +224,59 @@ def rope_reading(o):
     return (o.case, cache_probes.key_rotation(o)) if o is not None else (None, None)
 
 
-def example_of(check, knobs: CacheKnobs):
-    """The case a variant finding shows its mistake on (the one its evidence names)."""
-    return match(check, knobs)[3]
-
-
 @diagnosis("rope-interleaved", KV)
 def rope_interleaved(check):
     if not keys_only_wrong(check):
         return None
-    knobs = CacheKnobs(pairs="adjacent")
-    f = named(check, "rope-interleaved", knobs, "RoPE on adjacent pairs (2i, 2i + 1) instead of (i, i + d/2)",
-              line=line_of(first_outcome(check), ROPE))
-    if f:
-        case, rot = rope_reading(example_of(check, knobs))
-        if rot is not None and rot.layout == "interleaved" and rot.is_rotation:
-            f.evidence += ("; in your cache each adjacent pair of key features keeps its length (it was turned), "
-                           "the pairs (i, i + d/2) do not")
-    return f
+    return variant_finding(check, "rope-interleaved", CacheKnobs(pairs="adjacent"),
+                           "RoPE on adjacent pairs (2i, 2i + 1) instead of (i, i + d/2)",
+                           line=line_of(first_outcome(check), ROPE), extra=pairs_kept)
+
+
+def pairs_kept(o) -> str | None:
+    _, rot = rope_reading(o)
+    if rot is not None and rot.layout == "interleaved" and rot.is_rotation:
+        return ("in your cache each adjacent pair of key features keeps its length (it was turned), the pairs "
+                "(i, i + d/2) do not")
+    return None
 
 
 @diagnosis("rope-wrong-direction", KV)
 def rope_wrong_direction(check):
     if not keys_only_wrong(check):
         return None
-    knobs = CacheKnobs(sign=-1)
-    f = named(check, "rope-wrong-direction", knobs, "RoPE turning by -theta", line=line_of(first_outcome(check), ROPE))
-    if f:
-        case, rot = rope_reading(example_of(check, knobs))
-        positions = cache_probes.positions(case).tolist() if case else []
-        t = next((i for i, p in enumerate(positions) if p > 0), None)
-        if rot is not None and rot.layout == "half" and t is not None:
-            p = positions[t]
-            a = float(torch.polar(torch.ones_like(rot.angles[..., t, 0]), rot.angles[..., t, 0]).sum().angle())
-            f.evidence += (f"; your cached key at position {p} is turned by {a:+.3f} rad in pair 0 "
-                           f"(which turns 1 rad per position), expected {math.remainder(p, 2 * math.pi):+.3f}")
-    return f
+    return variant_finding(check, "rope-wrong-direction", CacheKnobs(sign=-1), "RoPE turning by -theta",
+                           line=line_of(first_outcome(check), ROPE), extra=turned_by)
+
+
+def turned_by(o) -> str | None:
+    case, rot = rope_reading(o)
+    positions = cache_probes.positions(case).tolist() if case else []
+    t = next((i for i, p in enumerate(positions) if p > 0), None)
+    if rot is None or rot.layout != "half" or t is None:
+        return None
+    p = positions[t]
+    a = float(torch.polar(torch.ones_like(rot.angles[..., t, 0]), rot.angles[..., t, 0]).sum().angle())
+    return (f"your cached key at position {p} is turned by {a:+.3f} rad in pair 0 (which turns 1 rad per position), "
+            f"expected {math.remainder(p, 2 * math.pi):+.3f}")
 
 
 @diagnosis("rope-positions-ignored", KV)
 def rope_positions_ignored(check):
     if not keys_only_wrong(check):
         return None
-    knobs = CacheKnobs(positions="restart")
-    f = named(check, "rope-positions-ignored", knobs,
-              "RoPE positions counted from 0 in every call instead of from T_past, the cache's length",
-              line=line_of(first_outcome(check), {"arange"}))
-    if f:
-        case, rot = rope_reading(example_of(check, knobs))
-        if rot is not None and rot.layout == "half":
-            seen, want = cache_probes.turned_as(rot, case), cache_probes.positions(case).tolist()
-            t = next((i for i, (s, w) in enumerate(zip(seen, want)) if s is not None and s != w), None)
-            if t is not None:
-                f.evidence += (f"; in your cache the key of position {want[t]} is turned as position {seen[t]}")
-    return f
+    return variant_finding(check, "rope-positions-ignored", CacheKnobs(positions="restart"),
+                           "RoPE positions counted from 0 in every call instead of from T_past, the cache's length",
+                           line=line_of(first_outcome(check), {"arange"}), extra=positions_seen)
+
+
+def positions_seen(o) -> str | None:
+    case, rot = rope_reading(o)
+    if rot is None or rot.layout != "half":
+        return None
+    seen, want = cache_probes.turned_as(rot, case), cache_probes.positions(case).tolist()
+    t = next((i for i, (s, w) in enumerate(zip(seen, want)) if s is not None and s != w), None)
+    return None if t is None else f"in your cache the key of position {want[t]} is turned as position {seen[t]}"
 
 
 @diagnosis("rope-wrong-frequencies", KV)
@@ -320,10 +293,9 @@ def rope_wrong_frequencies(check):
     d, base = case.dims["d"], case.config["rope_base"]
     for how, (said, _) in rope_fit.FREQUENCIES.items():
         if how != "ok" and not differs(omega, rope_fit.frequencies(d, base, how), sign=False):
-            knobs = CacheKnobs(freq=how)
-            f = named(check, "rope-wrong-frequencies", knobs, f"RoPE frequencies {said}", line=line)
+            f = variant_finding(check, "rope-wrong-frequencies", CacheKnobs(freq=how), f"RoPE frequencies {said}",
+                                line=line, extra=frequency_evidence)
             if f:
-                f.evidence += frequency_evidence(example_of(check, knobs))
                 return f
     return fitted_frequencies(check, line)
 
@@ -342,19 +314,19 @@ def key_frequencies(o):
 
 def differs(omega, want, sign: bool = True) -> bool:
     """Frequencies other than want (modulo 2 pi: integer positions cannot tell), nor -want (that is the direction)."""
-    off = float(cache_probes.wrap(omega - want).abs().max()) > rope_fit.ANGLE_TOL
-    return off and (not sign or float(cache_probes.wrap(omega + want).abs().max()) > rope_fit.ANGLE_TOL)
+    off = float(rope_fit.wrap(omega - want).abs().max()) > rope_fit.ANGLE_TOL
+    return off and (not sign or float(rope_fit.wrap(omega + want).abs().max()) > rope_fit.ANGLE_TOL)
 
 
-def frequency_evidence(o) -> str:
-    """'; pair i of your cached keys turns w rad per position, expected w0' for the pair that differs most."""
+def frequency_evidence(o) -> str | None:
+    """'pair i of your cached keys turns w rad per position, expected w0' for the pair that differs most."""
     reading = key_frequencies(o) if o is not None else None
     if reading is None:
-        return ""
+        return None
     case, omega, want = reading
     d, base = case.dims["d"], case.config["rope_base"]
-    i = int(cache_probes.wrap(omega - want).abs().argmax())
-    return (f"; pair {i} of your cached keys turns {float(omega[i]):.4f} rad per position, expected "
+    i = int(rope_fit.wrap(omega - want).abs().argmax())
+    return (f"pair {i} of your cached keys turns {float(omega[i]):.4f} rad per position, expected "
             f"{float(want[i]):.4f} = {base:g} ** (-{2 * i}/{d})")
 
 
@@ -376,7 +348,10 @@ def fitted_frequencies(check, line):
     if example is None or matched < len(check.outcomes) - 1:
         return None
     evidence = (f"RoPE with the frequencies fitted to your cached keys reproduces your outputs on {matched} of "
-                f"{len(check.outcomes)} cases, e.g. {example.case.label}" + frequency_evidence(example))
+                f"{len(check.outcomes)} cases, e.g. {example.case.label}")
+    tail = frequency_evidence(example)
+    if tail:
+        evidence += "; " + tail
     return findings.make("rope-wrong-frequencies", evidence, line=line, score=matched / len(check.outcomes) - 0.01)
 
 

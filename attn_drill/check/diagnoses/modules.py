@@ -1,19 +1,15 @@
-"""Mistakes of the self-attention modules (mha-fused, gqa): the fused split order, the kv head mapping, and the
-head split / merge / output projection read with hooks on these modules' own layers.
+"""Mistakes of the self-attention modules (mha-fused, gqa) alone: the fused split order, the kv head mapping.
 
-The scale, softmax and mask diagnoses of attention.py apply to these modules as they are (their specs honour
-every knob); the ones here need the layers these modules have (W_qkv, narrow W_k/W_v) to say where it departs.
+The scale, softmax, mask and head diagnoses of attention.py apply to these modules as they are (their specs
+honour every knob, and say what their own layers should see for module_hooks).
 """
 
 from __future__ import annotations
 
-from attn_drill import findings
-from attn_drill.check import module_hooks
 from attn_drill.check.compare import closeness
 from attn_drill.check.diagnoses import MATCH, RESHAPES, diagnosis, first_outcome, line_of, variant_finding
 from attn_drill.check.variants import Knobs, attention, linear, split_heads
 
-MODULES = ("mha-fused", "gqa")
 SPLITS = RESHAPES | {"split", "chunk", "unbind", "unflatten", "__getitem__"}
 
 
@@ -27,7 +23,7 @@ def qkv_split_order(check):
                         line=line_of(first_outcome(check), SPLITS))
     if f:
         f.evidence += f"; expected q, k, v = W_qkv(x).split({D}, dim=-1), then each viewed as (B, T, H, d)"
-        f.evidence += "; " + module_hooks.locate(check)
+        f.evidence += "; " + check.spec.locate(check)
     return f
 
 
@@ -66,40 +62,3 @@ def kv_mapping(o) -> list[int] | None:
         mapping.append(fits[0])
     return mapping
 
-
-# --- heads: the same knobs as mha, located with hooks on this module's layers --------------------
-
-@diagnosis("wrong-head-split", MODULES)
-def wrong_head_split(check):
-    f = variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
-                        "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
-                        line=line_of(first_outcome(check), RESHAPES))
-    if f:
-        f.evidence += "; " + module_hooks.locate(check)
-    return f
-
-
-@diagnosis("wrong-head-merge", MODULES)
-def wrong_head_merge(check):
-    line = line_of(first_outcome(check), RESHAPES, last=True)
-    f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
-                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)", line=line)
-    if f:
-        f.evidence += "; " + module_hooks.locate(check)
-        return f
-    weights_right = all(o.outputs is not None and closeness(o.outputs[1], ref[1]) < MATCH
-                        for o, ref in zip(check.outcomes, check.refs))
-    evidence = module_hooks.merge_is_permuted(check) if weights_right else None
-    if evidence:
-        return findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
-                             line=line, score=0.95)
-    return None
-
-
-@diagnosis("missing-output-projection", MODULES)
-def missing_output_projection(check):
-    f = variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
-                        "the merged heads returned as they are")
-    if f:
-        f.evidence += "; " + module_hooks.locate(check)
-    return f

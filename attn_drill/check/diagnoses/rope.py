@@ -95,7 +95,7 @@ class Verdict:
         if how == "fitted":
             return ""
         knobs = Knobs(rope_pairs=self.layout, rope_sign=sign, rope_positions=where, rope_freqs=how)
-        matched, _, worst, _ = match(self.check, knobs)
+        matched, _, worst, _ = match(self.check, knobs, every=True)  # the counts it reports
         exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
         return f"; RoPE with {self.slips()} reproduces your outputs {exact} on {matched} of {self.n} cases"
 
@@ -243,10 +243,6 @@ def _mod(a: float) -> float:
     return (a + math.pi) % (2 * math.pi) - math.pi
 
 
-def _mod_t(t: torch.Tensor) -> torch.Tensor:
-    return torch.remainder(t + math.pi, 2 * math.pi) - math.pi
-
-
 # --- what the fit says when no slip explains it (the values-mismatch line) --------------------------------
 
 def describe(check) -> str:
@@ -278,7 +274,7 @@ def describe(check) -> str:
     omega = rope_fit.frequencies(r.case.dims["d"], r.case.dims["base"])
     pos = r.positions("given")
     row = (pos[0] if pos.dim() == 2 else pos).double()
-    off = _mod_t(rot.angles[0, 0] - row[:, None] * omega).abs()  # (T, P): batch 0, head 0
+    off = rope_fit.wrap(rot.angles[0, 0] - row[:, None] * omega).abs()  # (T, P): batch 0, head 0
     off = torch.where(rot.valid[0, 0][:, None], off, torch.zeros(()))
     t, i = (int(k) for k in torch.unravel_index(off.argmax(), off.shape))
     p = int(row[t])
@@ -292,7 +288,7 @@ def _heads_differ(r: Reading) -> str:
     angles, valid = r.rot.angles, r.rot.valid  # (B, H, T, P), (B, H, T)
     if angles.dim() != 4 or angles.size(1) < 2:
         return ""
-    gap = _mod_t(angles - angles[:, :1]).abs().amax(-1)  # (B, H, T): against head 0
+    gap = rope_fit.wrap(angles - angles[:, :1]).abs().amax(-1)  # (B, H, T): against head 0
     gap = torch.where(valid & valid[:, :1], gap, torch.zeros(()))
     if float(gap.max()) <= ANGLE_TOL:
         return ""

@@ -11,6 +11,7 @@ from functools import lru_cache
 import torch
 
 from attn_drill import findings
+from attn_drill.check.compare import closeness
 from attn_drill.check.trace import FORBIDDEN
 from attn_drill.check.variants import Knobs
 from attn_drill.report import Finding
@@ -125,6 +126,11 @@ class Spec:
     def variant(self, case: Case, knobs: Knobs):
         raise NotImplementedError
 
+    def distance(self, a: tuple, b: tuple, var: tuple) -> float:
+        """How far outputs a are from outputs b (either may be a variant's `var`): the worst relative L2
+        distance over the outputs. Diagnoses hold a variant to reproduce the user's outputs under MATCH."""
+        return max(closeness(x, y) for x, y in zip(a, b))
+
     def raw_scores(self, case: Case) -> torch.Tensor:
         """q k^T before any scale, shaped like the weights: to fit the user's effective scale."""
         raise NotImplementedError
@@ -151,7 +157,8 @@ class Spec:
 
 class ModuleSpec(Spec):
     """What the attention modules share (mha, mha-fused, gqa): a mask with no head axis, scales that confuse
-    d with d_model, and gradients for the inputs and every layer."""
+    d with d_model, gradients for the inputs and every layer, and what each layer should see (for the hooks
+    of module_hooks: `projected`, `merged`)."""
 
     layers: tuple[str, ...]  # the nn.Linear layers the contract names
     grad_names: tuple[str, ...]  # the inputs whose gradients are compared
@@ -166,6 +173,19 @@ class ModuleSpec(Spec):
         names[f"1/sqrt({D}) = 1/sqrt(d_model)"] = D ** -0.5
         names[f"1/{D} = 1/d_model"] = 1.0 / D
         return names
+
+    def projected(self, case: Case) -> dict[str, torch.Tensor]:
+        """What each input projection should output on the case, by layer name (for locate)."""
+        raise NotImplementedError
+
+    def merged(self, case: Case) -> torch.Tensor:
+        """What W_o should receive: the heads' outputs merged back, (B, Tq, D)."""
+        return self.variant(case, Knobs(out_proj=False))[0]
+
+    def locate(self, check) -> str:
+        """Where the user's module first departs from the reference (hooks on its layers)."""
+        from attn_drill.check.module_hooks import locate
+        return locate(check)
 
     def grad_inputs(self, x, module):
         grads = {n: x[n] for n in self.grad_names}

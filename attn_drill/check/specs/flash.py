@@ -16,6 +16,7 @@ import torch
 
 from attn_drill import findings
 from attn_drill.check import memory
+from attn_drill.check.compare import closeness
 from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
 from attn_drill.check.variants_flash import FlashKnobs, flash
 
@@ -107,6 +108,20 @@ class FlashSpec(Spec):
     def variant(self, case, knobs: FlashKnobs):
         x = case.inputs
         return (flash(x["q"], x["k"], x["v"], case.dims["causal"], case.dims["block_size"] or DEFAULT_BLOCK, knobs),)
+
+    def distance(self, a, b, var):
+        """Over the rows the variant can see: a variant that hides every key of a row gives NaN there."""
+        rows = torch.isfinite(var[0]).all(-1, keepdim=True)  # (..., Tq, 1)
+        x, y = a[0], b[0]
+        if x.shape != y.shape:
+            return float("inf")
+        keep = rows.expand_as(y)
+        return closeness(x.detach().double()[keep], y[keep])
+
+    def scale_names(self, case):
+        d, Tk, block = case.dims["d"], case.dims["Tk"], case.dims["block_size"] or DEFAULT_BLOCK
+        return {"1/d": 1 / d, "sqrt(d), multiplied": d ** 0.5, f"1/sqrt(block_size) = 1/sqrt({block})": block ** -0.5,
+                f"1/sqrt(Tk) = 1/sqrt({Tk})": Tk ** -0.5, "0 (e.g. 1 // math.sqrt(d))": 0.0}
 
     def expected_shapes(self, case):
         return {"out": tuple(case.inputs["q"].shape)}

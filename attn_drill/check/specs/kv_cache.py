@@ -178,14 +178,6 @@ class KVCacheSpec(Spec):
         return variants_cache.run(case.params, case.dims, case.config["rope_base"], x["x"], case.dims["steps"],
                                   past, knobs)
 
-    def scale_names(self, case):
-        names = super().scale_names(case)
-        D, Dkv = case.dims["D"], case.dims["Hkv"] * case.dims["d"]
-        names[f"1/sqrt({D}) = 1/sqrt(d_model)"] = D ** -0.5
-        names[f"1/{D} = 1/d_model"] = 1.0 / D
-        names[f"1/sqrt({Dkv}) = 1/sqrt(num_kv_heads * d)"] = Dkv ** -0.5
-        return names
-
     def locate(self, check) -> str:
         from attn_drill.check.diagnoses.cache import locate
         return locate(check)

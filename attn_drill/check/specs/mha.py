@@ -148,7 +148,6 @@ class MHASpec(ModuleSpec):
         q, k = variants.mha_qk(case.params, case.dims["H"], case.inputs["query"], case.inputs["key"])
         return q @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
 
-    def locate(self, check) -> str:
-        """Where the user's module first departs from the reference (hooks on its projections)."""
-        from attn_drill.check.hooks import locate
-        return locate(check)
+    def projected(self, case):
+        x, p = case.inputs, case.params
+        return {n: variants.linear(x[i], p, n) for n, i in (("W_q", "query"), ("W_k", "key"), ("W_v", "value"))}

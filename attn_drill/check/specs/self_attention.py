@@ -11,7 +11,6 @@ from torch import nn
 from attn_drill import findings
 from attn_drill.check.specs.base import Case, ModuleSpec, check_signature, prepare, reference_module
 from attn_drill.check.specs.sdpa import random_mask
-from attn_drill.check.variants import Knobs
 
 
 def random_params(gen, shapes: dict[str, tuple[int, int]], bias: bool) -> dict:
@@ -50,19 +49,6 @@ class SelfAttentionSpec(ModuleSpec):
 
     def layer_text(self, name: str) -> str:
         raise NotImplementedError
-
-    def projected(self, case: Case) -> dict[str, torch.Tensor]:
-        """What each input projection should output on the case, by layer name (for locate)."""
-        raise NotImplementedError
-
-    def merged(self, case: Case) -> torch.Tensor:
-        """What W_o should receive: the heads' outputs merged back, (B, T, D)."""
-        return self.variant(case, Knobs(out_proj=False))[0]
-
-    def locate(self, check) -> str:
-        """Where the user's module first departs from the reference (hooks on its layers)."""
-        from attn_drill.check.module_hooks import locate
-        return locate(check)
 
     def resolve(self, module):
         cls = getattr(module, self.name, None)

@@ -1,0 +1,49 @@
+"""The diagnoses' registry: every slug a diagnosis may name has its wording, and the corpus must prove it on
+every exercise it is registered for (test_corpus.REQUIRED lists what the corpus holds two files or more of)."""
+
+from __future__ import annotations
+
+from test_corpus import REQUIRED
+
+from attn_drill import findings
+from attn_drill.check import diagnoses
+
+# registered for every exercise (None) but unable to fire on some: the reason is the exemption
+CANNOT = {("masks", "nan-output"): "a boolean mask holds no NaN"}
+
+
+def registered() -> list[tuple[str, str, str]]:
+    """(exercise, slug, function name) for every slug each diagnosis may name, on each exercise it runs for."""
+    out = []
+    for slugs, exercises, fn in diagnoses.REGISTRY:
+        for exercise in REQUIRED if exercises is None else exercises:
+            out += [(exercise, slug, fn.__name__) for slug in slugs]
+    return out
+
+
+def test_every_registered_slug_has_its_wording():
+    unworded = sorted({(slug, name) for _, slug, name in registered() if slug not in findings.WORDING})
+    assert not unworded, f"slugs with no entry in findings.WORDING (one slug per string): {unworded}"
+
+
+def test_every_registered_pair_is_required_of_the_corpus():
+    untested = sorted({(exercise, slug, name) for exercise, slug, name in registered()
+                       if slug not in REQUIRED.get(exercise, ()) and (exercise, slug) not in CANNOT})
+    assert not untested, f"(exercise, slug) pairs no corpus file must prove: {untested}"
+
+
+def test_the_exemptions_are_still_needed():
+    pairs = {(exercise, slug) for exercise, slug, _ in registered()}
+    for pair in CANNOT:
+        assert pair in pairs and pair[1] not in REQUIRED[pair[0]], pair
+
+
+def test_a_diagnosis_registers_one_slug_or_several():
+    before = len(diagnoses.REGISTRY)
+    try:
+        diagnoses.diagnosis("missing-scale", ("sdpa",))(lambda check: None)
+        diagnoses.diagnosis(("missing-scale", "wrong-scale"), None)(lambda check: None)
+        assert [r[:2] for r in diagnoses.REGISTRY[before:]] == [
+            (("missing-scale",), ("sdpa",)), (("missing-scale", "wrong-scale"), None)]
+    finally:
+        del diagnoses.REGISTRY[before:]
