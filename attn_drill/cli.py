@@ -1,8 +1,8 @@
 """The attn-drill command line: parse, call, render.
 
-Startup time matters: `list` and `--help` should cost little more than starting Python. Importing
-typer alone about doubles that, so `main()` answers those two without it (`_fast_path`), and the
-typer app is built only for the other commands (`get_app`). The commands' work is in plain `cmd_*`
+Startup time matters: `list`, `--help`, `start` and `hint` should cost little more than starting Python.
+Importing typer (and the pydantic its parameter parsing pulls in) costs more than that, so `main()` answers
+the plain forms of those without it (`_fast_path`), and the typer app is built only for the rest (`get_app`). The commands' work is in plain `cmd_*`
 functions that both paths call: commands.py (the drill loop) and commands_practice.py (watch, mock,
 stats). Nothing here ever imports torch.
 
@@ -203,7 +203,8 @@ def root_help(width: int = 80) -> str:
 
 
 def _fast_path(argv: List[str]) -> bool:
-    """Answer `list` and the root help without typer; False for anything else."""
+    """Answer the root help and the plain forms of `list`, `start` and `hint` without typer (whose parameter
+    parsing imports pydantic: ~0.2 s); False for anything else, which typer parses (and explains)."""
     if argv == ["list"]:
         cmd_list()
         return True
@@ -212,7 +213,40 @@ def _fast_path(argv: List[str]) -> bool:
 
         sys.stdout.write(root_help(shutil.get_terminal_size().columns))
         return True
+    if argv[:1] == ["start"]:
+        parsed = _plain(argv[1:], flags={"--force"}, options={"--dir"})
+        if parsed and len(parsed[0]) == 1:
+            (exercise_id,), flags, options = parsed
+            folder = options.get("--dir")
+            cmd_start(exercise_id, Path(folder) if folder else None, "--force" in flags)
+            return True
+    if argv[:1] == ["hint"]:
+        parsed = _plain(argv[1:], flags={"--all"}, options=set())
+        if parsed and len(parsed[0]) <= 1:
+            ids, flags, _ = parsed
+            cmd_hint(ids[0] if ids else None, "--all" in flags)
+            return True
     return False
+
+
+def _plain(args: List[str], flags: set, options: set):
+    """(positionals, flags, {option: value}) when `args` holds nothing but those; None for anything else."""
+    positionals, seen, values = [], set(), {}
+    it = iter(args)
+    for a in it:
+        name, eq, value = a.partition("=")
+        if a in flags:
+            seen.add(a)
+        elif name in options:
+            value = value if eq else next(it, None)
+            if value is None or value.startswith("-"):
+                return None
+            values[name] = value
+        elif a.startswith("-") or not a:
+            return None
+        else:
+            positionals.append(a)
+    return positionals, seen, values
 
 
 def main() -> None:

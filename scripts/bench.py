@@ -40,10 +40,13 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
     exe, py = attn_drill_exe(), sys.executable
     cmds = {
         "import rich": [py, "-c", "import rich"],
-        # not a target: the floor for any command that prints with rich (list does)
+        # not a target: the floor for a command that prints with rich tables
         "import rich.console+table": [py, "-c", "import rich.console, rich.table"],
         "attn-drill --help": exe + ["--help"],
         "attn-drill list": exe + ["list"],
+        "attn-drill hint sdpa": exe + ["hint", "sdpa"],  # not a target: no typer, no torch
+        # not a target: writes the skeleton (again: --force backs the last one up first)
+        "attn-drill start sdpa": exe + ["start", "sdpa", "--dir", str(work / "start"), "--force"],
     }
     if skip_check:
         return cmds

@@ -499,6 +499,30 @@ def test_other_commands_do_not_import_torch():
     assert "torch" not in loaded_by("hint", "mha")
 
 
+@pytest.mark.parametrize("args", [["start", "mha"], ["start", "mha", "--dir", "elsewhere", "--force"],
+                                  ["hint", "sdpa"], ["hint", "mha", "--all"]])
+def test_plain_start_and_hint_skip_typer(args):
+    assert loaded_by(*args) & {"torch", "typer", "pydantic"} == set()
+
+
+def test_the_fast_start_and_hint_are_the_typer_ones(run_module, isolated, monkeypatch):
+    def session(run):
+        return [run("start", "gqa", "--dir", "a").stdout, run("hint").stdout, run("hint", "--all").stdout]
+
+    fast = session(run_module)
+    assert (isolated / "a" / "gqa.py").is_file()
+    other = isolated.parent / "other"  # the same session again, from scratch, through typer
+    other.mkdir()
+    monkeypatch.chdir(other)
+    monkeypatch.setenv("ATTN_DRILL_HOME", str(isolated.parent / "home2"))
+    assert fast == session(invoke)
+
+
+def test_the_fast_path_leaves_odd_arguments_to_typer(run_module):
+    bad = run_module("start", "mha", "--dir")  # --dir with no folder: typer says so
+    assert bad.returncode == 2 and "--dir" in bad.stderr
+
+
 def test_check_does_not_import_torch_in_the_cli_process(isolated):
     f = copy_reference(isolated)
     assert "torch" not in loaded_by("check", str(f), "--seed", "0")

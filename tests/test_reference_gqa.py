@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.check import module_variants, variants
+from attn_drill.check import variants
 from attn_drill.check.compare import closeness
 from attn_drill.check.specs import SPECS
 
@@ -127,5 +127,5 @@ def test_cases_tell_repeat_from_repeat_interleave_and_cover_mqa_and_mha():
 
 def test_tiling_maps_head_h_to_kv_head_h_mod_hkv():
     t = torch.arange(2.0).view(1, 2, 1, 1)  # kv heads 0 and 1
-    assert module_variants.repeat_kv(t, 3).flatten().tolist() == [0, 0, 0, 1, 1, 1]
-    assert module_variants.repeat_kv(t, 3, "tile").flatten().tolist() == [0, 1, 0, 1, 0, 1]
+    assert variants.repeat_kv(t, 3).flatten().tolist() == [0, 0, 0, 1, 1, 1]
+    assert variants.repeat_kv(t, 3, "tile").flatten().tolist() == [0, 1, 0, 1, 0, 1]

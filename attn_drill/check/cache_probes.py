@@ -7,13 +7,12 @@ returned cache, and calls re-run with chosen inputs. Never from the source text.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from attn_drill.check import rope_fit, variants_cache
+from attn_drill.check import rope_fit, trace, variants_cache
 from attn_drill.check.compare import closeness
 
 JOINS = {"cat": None, "concat": None, "concatenate": None, "hstack": 1, "vstack": 0, "row_stack": 0}  # None: dim=
@@ -29,7 +28,7 @@ class JoinWatch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = (getattr(func, "__name__", "") or "").rsplit(".", 1)[-1]
+        name = trace._name(func)
         if name in JOINS and args and isinstance(args[0], (list, tuple)):
             tensors = [t for t in args[0] if isinstance(t, torch.Tensor)]
             if tensors and any(self._watched(t) for t in tensors):
@@ -39,20 +38,12 @@ class JoinWatch(TorchFunctionMode):
                 nd = tensors[0].dim()
                 dim = dim % nd if isinstance(dim, int) and nd else dim
                 self.joins.append({"name": name, "dim": dim, "shapes": [tuple(t.shape) for t in tensors],
-                                   "line": self._user_line()})
+                                   "line": trace.user_line(self.user_file, depth=2)})
         return func(*args, **kwargs)
 
     def _watched(self, t: torch.Tensor) -> bool:
         # the cache itself, or the same numbers seen through .to() / .contiguous() / .detach()
         return any(t is w or (t.shape == w.shape and t.data_ptr() == w.data_ptr()) for w in self.watched)
-
-    def _user_line(self) -> int | None:
-        frame = sys._getframe(2)
-        while frame is not None:
-            if frame.f_code.co_filename == self.user_file:
-                return frame.f_lineno
-            frame = frame.f_back
-        return None
 
 
 def cache_joins(check) -> tuple[list[dict], object]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.check.variants import RIGHT, Knobs, attention, linear, merge_heads, split_heads
+from attn_drill.check.variants import RIGHT, Knobs, attend_and_merge, linear, repeat_kv, split_heads
 
 
 def split_qkv(qkv: torch.Tensor, H: int, how: str = "ok") -> tuple:
@@ -25,7 +25,7 @@ def fused(params: dict, H: int, x, mask=None, knobs: Knobs = RIGHT):
     """FusedSelfAttention from a state dict {W_qkv.weight, W_qkv.bias, W_o...}, with one mistake per knob."""
     q, k, v = split_qkv(linear(x, params, "W_qkv"), H, knobs.qkv_split)
     q, k, v = (split_heads(t, H, knobs.split) for t in (q, k, v))  # (B, H, T, d)
-    return _attend_and_merge(params, q, k, v, mask, knobs)
+    return attend_and_merge(params, q, k, v, mask, knobs)
 
 
 def fused_qk(params: dict, H: int, x):
@@ -34,31 +34,22 @@ def fused_qk(params: dict, H: int, x):
     return split_heads(q, H), split_heads(k, H)
 
 
-def repeat_kv(t: torch.Tensor, groups: int, how: str = "ok") -> torch.Tensor:
-    """(B, Hkv, T, d) -> (B, Hkv * groups, T, d)."""
-    if how == "tile":
-        return t.repeat(1, groups, 1, 1)  # head h reads kv head h % Hkv
-    return t.repeat_interleave(groups, dim=1)  # head h reads kv head h // groups
-
-
 def gqa(params: dict, H: int, Hkv: int, x, mask=None, knobs: Knobs = RIGHT):
     """GroupedQueryAttention from a state dict {W_q.weight, W_k.weight, ...}, with one mistake per knob."""
     q, k, v = gqa_qkv(params, H, Hkv, x, knobs)
-    return _attend_and_merge(params, q, k, v, mask, knobs)
+    return attend_and_merge(params, q, k, v, mask, knobs)
+
+
+def gqa_project(params: dict, H: int, Hkv: int, x, split: str = "ok") -> tuple:
+    """q (B, H, T, d), and k, v (B, Hkv, T, d): the heads before any repeat (kv-cache turns and caches these)."""
+    q = split_heads(linear(x, params, "W_q"), H, split)
+    k = split_heads(linear(x, params, "W_k"), Hkv, split)
+    v = split_heads(linear(x, params, "W_v"), Hkv, split)
+    return q, k, v
 
 
 def gqa_qkv(params: dict, H: int, Hkv: int, x, knobs: Knobs = RIGHT):
     """q (B, H, T, d), and k, v already repeated to H heads."""
-    q = split_heads(linear(x, params, "W_q"), H, knobs.split)  # (B, H, T, d)
-    k = split_heads(linear(x, params, "W_k"), Hkv, knobs.split)  # (B, Hkv, T, d)
-    v = split_heads(linear(x, params, "W_v"), Hkv, knobs.split)
+    q, k, v = gqa_project(params, H, Hkv, x, knobs.split)
     groups = H // Hkv
     return q, repeat_kv(k, groups, knobs.kv_repeat), repeat_kv(v, groups, knobs.kv_repeat)
-
-
-def _attend_and_merge(params, q, k, v, mask, knobs):
-    if mask is not None and knobs.head_axis:
-        mask = mask.unsqueeze(1)  # (B, 1, T or 1, T)
-    y, weights = attention(q, k, v, mask, knobs)
-    y = merge_heads(y, knobs.merge)  # (B, T, D)
-    return (linear(y, params, "W_o") if knobs.out_proj else y), weights

@@ -7,7 +7,7 @@ import torch
 MASK_SLUGS = {"mask-inverted", "mask-ignored", "mask-after-softmax", "mask-head-broadcast", "softmax-wrong-dim"}
 
 
-def for_slug(check, slug: str, knobs, example) -> dict | None:
+def for_slug(check, slug: str, example) -> dict | None:
     """A picture for mask and softmax findings, from the case that shows the mistake."""
     if slug not in MASK_SLUGS or example is None or example.outputs is None:
         return None

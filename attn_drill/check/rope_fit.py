@@ -8,7 +8,8 @@ For reuse (the rope diagnoses, and the kv-cache checks on the keys of a returned
     omega, misfit = fit_frequencies(rot, positions)  # angle = omega[p] * position, fitted per pair
     misfit_of(rot, positions, omega)                  # how far a given set of frequencies is from the angles
 
-`rotate(x, positions, base, knobs)` is RoPE with one mistake per knob (variants.Knobs' rope_* fields).
+`rotate(x, positions, base, knobs, omega)` is RoPE with one mistake per knob (variants.Knobs' rope_* fields), or
+with fitted frequencies `omega`.
 Everything here is found from numbers, never from source text; it runs in float64 on the CPU.
 """
 
@@ -72,15 +73,16 @@ def interleaved_pairs(d: int) -> list[tuple[int, int]]:
     return [(2 * i, 2 * i + 1) for i in range(d // 2)]
 
 
-def rotate(x: torch.Tensor, positions: torch.Tensor, base: float, knobs=None) -> torch.Tensor:
-    """RoPE of x (B, H, T, d) in float64, with the mistakes knobs asks for (None: the right answer)."""
+def rotate(x: torch.Tensor, positions: torch.Tensor, base: float, knobs=None, omega=None) -> torch.Tensor:
+    """RoPE of x (B, H, T, d) in float64, with the mistakes knobs asks for (None: the right answer).
+    omega, each pair's radians per position (d/2 floats, e.g. fitted to a user's keys), overrides the formula."""
     pairs = getattr(knobs, "rope_pairs", "half")
     sign = getattr(knobs, "rope_sign", 1)
     where = getattr(knobs, "rope_positions", "given")
     how = getattr(knobs, "rope_freqs", "ok")
     d = x.size(-1)
-    omega = sign * frequencies(d, base, how)  # (d/2,)
-    theta = positions_as(positions, where).double()[..., None] * omega  # (T, d/2) or (B, T, d/2)
+    freq = frequencies(d, base, how) if omega is None else torch.tensor(omega, dtype=torch.float64)  # (d/2,)
+    theta = positions_as(positions, where).double()[..., None] * (sign * freq)  # (T, d/2) or (B, T, d/2)
     if theta.dim() == 3:
         theta = theta[:, None]  # (B, 1, T, d/2)
     cos, sin = theta.cos(), theta.sin()

@@ -202,16 +202,23 @@ def partial_report(job: Job, seed: int, stages: list[Stage], failed_detail: str)
     return report
 
 
-def _timed_out(job: Job, seed: int, stages: list[Stage], timeout: float, log, faults) -> Report:
-    stage = next((n for n in STAGES if n not in {s.name for s in stages}), "device")
-    report = partial_report(job, seed, stages, f"did not finish within {timeout:g} s")
-    line, text = _user_frame(faults, job.path)
-    at = f"\n    it was at your line {line}: {text}" if line else ""
-    report.findings.append(findings.make(
-        "timeout", f"the {stage} stage was still running after {timeout:g} s{at}", line=line,
-        seconds=f"{timeout:g}", score=1.0))
+def _verdict(job: Job, seed: int, stages: list[Stage], log, faults, slug: str, detail: str, said: str,
+             stage_detail: str | None = None, **params):
+    """A report the worker could not send: the stages it did, the next one failed, one finding naming the user's
+    line from faulthandler's dump where there is one, and what the code printed."""
+    report = partial_report(job, seed, stages, stage_detail or detail)
+    line, text = _user_frame(faults, job.path) if faults is not None else (None, "")
+    at = f"\n    {said} your line {line}: {text}" if line else ""
+    report.findings.append(findings.make(slug, detail + at, line=line, score=1.0, **params))
     report.output = sandbox.read_excerpt(log.fileno())
     return report
+
+
+def _timed_out(job: Job, seed: int, stages: list[Stage], timeout: float, log, faults) -> Report:
+    stage = next((n for n in STAGES if n not in {s.name for s in stages}), "device")
+    return _verdict(job, seed, stages, log, faults, "timeout",
+                    f"the {stage} stage was still running after {timeout:g} s", "it was at",
+                    stage_detail=f"did not finish within {timeout:g} s", seconds=f"{timeout:g}")
 
 
 # Why a process dies of a signal, in words
@@ -247,19 +254,11 @@ def _crashed(job: Job, seed: int, stages: list[Stage], returncode: int | None, l
     how = how_it_ended(returncode)
     if garbled:
         how = f"wrote something that is not the checker's into its report channel, and {how}"
-    report = partial_report(job, seed, stages, f"the process running your code {how}")
-    line, text = _user_frame(faults, job.path)
-    at = f"\n    at your line {line}: {text}" if line else ""
-    report.findings.append(findings.make("crash", f"the process running your code {how}{at}", line=line, score=1.0))
-    report.output = sandbox.read_excerpt(log.fileno())
-    return report
+    return _verdict(job, seed, stages, log, faults, "crash", f"the process running your code {how}", "at")
 
 
 def _worker_failed(job: Job, seed: int, why: str, log) -> Report:
-    report = partial_report(job, seed, [], why)
-    report.findings.append(findings.make("crash", why, score=1.0))
-    report.output = sandbox.read_excerpt(log.fileno())
-    return report
+    return _verdict(job, seed, [], log, None, "crash", why, "at")
 
 
 _FRAME = re.compile(r'File "(.*)", line (\d+)')

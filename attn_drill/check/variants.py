@@ -2,13 +2,13 @@
 
 `attention` and `mha` compute the right answer with default knobs; each knob reproduces one real mistake.
 A variant that reproduces the user's outputs where the reference does not is strong evidence for that
-mistake. tests/test_variants.py proves the default knobs equal the references.
+mistake. tests/test_references.py proves the default knobs equal the references.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
@@ -24,15 +24,12 @@ class Knobs:
     merge: str = "ok"  # mha: ok | blocks (reshape(B, T, D) with no transpose back)
     out_proj: bool = True  # mha: W_o applied
     qkv_split: str = "ok"  # mha-fused: ok ([q | k | v], (B, T, 3, H, d)) | heads (view(B, T, H, 3, d))
-    kv_repeat: str = "ok"  # gqa, kv-cache: ok (repeat_interleave: head h reads kv head h // g) | tile (.repeat)
-    # rope, kv-cache (rope_fit.rotate applies them):
+    kv_repeat: str = "ok"  # gqa: ok (repeat_interleave: head h reads kv head h // g) | tile (.repeat)
+    # rope (rope_fit.rotate applies them; kv-cache's CacheKnobs name their own and map onto these):
     rope_pairs: str = "half"  # half (i, i + d/2) | interleaved (2i, 2i+1)
     rope_sign: int = 1  # 1, or -1: rotates by -theta
     rope_positions: str = "given"  # given | arange (0..T-1: the positions, or the cache offset, ignored)
     rope_freqs: str = "ok"  # ok (base ** (-2i/d)) | another formula named in rope_fit.FREQUENCIES
-
-    def but(self, **changes) -> "Knobs":
-        return replace(self, **changes)
 
 
 RIGHT = Knobs()
@@ -73,16 +70,29 @@ def linear(x, params: dict, name: str):
     return torch.nn.functional.linear(x, params[f"{name}.weight"], bias)
 
 
-def mha(params: dict, H: int, query, key, value, mask=None, knobs: Knobs = RIGHT):
-    """Multi-head attention from a state dict {W_q.weight, W_q.bias, ...}, with one mistake per knob."""
-    q = split_heads(linear(query, params, "W_q"), H, knobs.split)  # (B, H, Tq, d)
-    k = split_heads(linear(key, params, "W_k"), H, knobs.split)  # (B, H, Tk, d)
-    v = split_heads(linear(value, params, "W_v"), H, knobs.split)
+def repeat_kv(t: torch.Tensor, groups: int, how: str = "ok") -> torch.Tensor:
+    """(B, Hkv, T, d) -> (B, Hkv * groups, T, d): tiled when how is "tile", else interleaved (the right order)."""
+    if how == "tile":
+        return t.repeat(1, groups, 1, 1)  # head h reads kv head h % Hkv
+    return t.repeat_interleave(groups, dim=1)  # head h reads kv head h // groups
+
+
+def attend_and_merge(params: dict, q, k, v, mask=None, knobs: Knobs = RIGHT):
+    """The modules' tail: q (B, H, Tq, d) attends over k, v (B, H, Tk, d) under a mask with no head axis
+    (B, Tq or 1, Tk), the heads merged back and W_o applied: (out (B, Tq, D), weights)."""
     if mask is not None and knobs.head_axis:
         mask = mask.unsqueeze(1)  # (B, 1, Tq or 1, Tk)
     y, weights = attention(q, k, v, mask, knobs)
     y = merge_heads(y, knobs.merge)  # (B, Tq, D)
     return (linear(y, params, "W_o") if knobs.out_proj else y), weights
+
+
+def mha(params: dict, H: int, query, key, value, mask=None, knobs: Knobs = RIGHT):
+    """Multi-head attention from a state dict {W_q.weight, W_q.bias, ...}, with one mistake per knob."""
+    q = split_heads(linear(query, params, "W_q"), H, knobs.split)  # (B, H, Tq, d)
+    k = split_heads(linear(key, params, "W_k"), H, knobs.split)  # (B, H, Tk, d)
+    v = split_heads(linear(value, params, "W_v"), H, knobs.split)
+    return attend_and_merge(params, q, k, v, mask, knobs)
 
 
 def mha_qk(params: dict, H: int, query, key):

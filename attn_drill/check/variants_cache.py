@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import torch
 
 from attn_drill.check import rope_fit
-from attn_drill.check.variants import linear, merge_heads, split_heads
+from attn_drill.check.module_variants import gqa_project
+from attn_drill.check.variants import Knobs, linear, merge_heads, repeat_kv, split_heads
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,12 @@ class CacheKnobs:
     inv_freq: tuple[float, ...] | None = None  # each pair's angle per position, fitted: overrides freq
     positions: str = "ok"  # ok (T_past + t) | restart (every call counts from 0)
 
+    @property
+    def rope(self) -> Knobs:
+        """The RoPE mistakes under the names rope_fit.rotate reads (the positions are the cache's own)."""
+        return Knobs(rope_pairs="interleaved" if self.pairs == "adjacent" else "half", rope_sign=self.sign,
+                     rope_freqs=self.freq)
+
 
 RIGHT = CacheKnobs()
 
@@ -51,22 +58,6 @@ def scale_of(knobs: CacheKnobs, dims: dict) -> float:
     if knobs.scale is None:
         return 1.0 / math.sqrt(dims["d"])
     return SCALES[knobs.scale][1](dims) if isinstance(knobs.scale, str) else knobs.scale
-
-
-def rope(x, positions, base: float, knobs: CacheKnobs = RIGHT):
-    """x (B, H, T, d) turned pair by pair at positions (T,)."""
-    d = x.size(-1)
-    if knobs.inv_freq is None:
-        freq = rope_fit.frequencies(d, base, knobs.freq)  # (d/2,)
-    else:
-        freq = torch.tensor(knobs.inv_freq, dtype=torch.float64)
-    angles = knobs.sign * positions.double()[:, None] * freq  # (T, d/2)
-    cos, sin = angles.cos(), angles.sin()
-    if knobs.pairs == "adjacent":
-        a, b = x[..., 0::2], x[..., 1::2]
-        return torch.stack([a * cos - b * sin, b * cos + a * sin], dim=-1).flatten(-2)
-    a, b = x[..., : d // 2], x[..., d // 2:]
-    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
 
 
 def visible(Tq: int, Tk: int, how: str = "ok") -> torch.Tensor:
@@ -94,19 +85,14 @@ def attend(q, k, v, knobs: CacheKnobs, scale: float):
     return weights @ v
 
 
-def repeat_kv(t, groups: int, how: str):
-    return t.repeat(1, groups, 1, 1) if how == "tile" else t.repeat_interleave(groups, dim=1)
-
-
 def project(params: dict, dims: dict, base: float, x, t_past: int, knobs: CacheKnobs = RIGHT):
     """q (B, H, T, d) and the new k, v (B, Hkv, T, d) of a call, q and k turned at their positions."""
-    T = x.size(1)
-    q = split_heads(linear(x, params, "W_q"), dims["H"], knobs.split)
-    k = split_heads(linear(x, params, "W_k"), dims["Hkv"], knobs.split)
-    v = split_heads(linear(x, params, "W_v"), dims["Hkv"], knobs.split)
+    q, k, v = gqa_project(params, dims["H"], dims["Hkv"], x, knobs.split)
     start = 0 if knobs.positions == "restart" else t_past
-    positions = torch.arange(start, start + T)
-    return rope(q, positions, base, knobs), rope(k, positions, base, knobs), v
+    positions = torch.arange(start, start + x.size(1))
+    q = rope_fit.rotate(q, positions, base, knobs.rope, knobs.inv_freq)
+    k = rope_fit.rotate(k, positions, base, knobs.rope, knobs.inv_freq)
+    return q, k, v
 
 
 def finish(params: dict, dims: dict, q, k, v, knobs: CacheKnobs = RIGHT, scale: float | None = None):

@@ -91,7 +91,7 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
     tail = extra(example) if extra else None
     if tail:
         evidence += "; " + tail
-    picture = pictures.for_slug(check, slug, knobs, example)
+    picture = pictures.for_slug(check, slug, example)
     return findings.make(slug, evidence, line=line, score=matched / n - min(worst, 0.01), picture=picture, **params)
 
 

@@ -14,10 +14,9 @@ from functools import lru_cache
 
 import torch
 
-from attn_drill import findings
 from attn_drill.check import memory
 from attn_drill.check.compare import closeness
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
+from attn_drill.check.specs.base import Case, Spec, reference_module, resolve_function
 from attn_drill.check.variants_flash import FlashKnobs, flash
 
 DEFAULT_BLOCK = 64  # the contract's default block_size
@@ -34,18 +33,8 @@ class FlashSpec(Spec):
     signature = "flash_attention(q, k, v, causal=False, block_size=64)"
 
     def resolve(self, module):
-        fn = getattr(module, self.name, None)
-        if fn is None:
-            return None, findings.make("missing-name", f"no top-level `{self.name}` in your file",
-                                       score=1.0, name=self.name)
-        if not callable(fn):
-            return None, findings.make("wrong-signature", f"`{self.name}` is a {type(fn).__name__}, not a function",
-                                       score=1.0, name=self.name, expected=self.signature)
-        for kwargs in ({"causal": True, "block_size": 16}, {}):  # the checker calls it both ways
-            bad = check_signature(fn, self.name, (1, 2, 3), kwargs, self.signature)
-            if bad:
-                return None, bad
-        return fn, None
+        calls = [((1, 2, 3), {"causal": True, "block_size": 16}), ((1, 2, 3), {})]  # the checker calls it both ways
+        return resolve_function(module, self.name, self.signature, calls)
 
     def cases(self, gen):
         def case(B, H, Tq, Tk, d, causal, block, gain=1.0):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill.check import module_variants
+from attn_drill.check.specs.base import grouped_layer_shapes
 from attn_drill.check.specs.self_attention import SelfAttentionSpec, random_case
 from attn_drill.check.variants import Knobs, linear
 
@@ -18,14 +19,12 @@ class GQASpec(SelfAttentionSpec):
     signature = "__init__(self, d_model, num_heads, num_kv_heads, bias=False)"
 
     def layer_shapes(self, config):
-        D, H, Hkv = config["d_model"], config["num_heads"], config["num_kv_heads"]
-        kv = Hkv * (D // H)
-        return {"W_q": (D, D), "W_k": (kv, D), "W_v": (kv, D), "W_o": (D, D)}
+        return grouped_layer_shapes(config)
 
     def layer_text(self, name):
         if name in ("W_k", "W_v"):
             return "nn.Linear(d_model, num_kv_heads * (d_model // num_heads), bias=bias)"
-        return "nn.Linear(d_model, d_model, bias=bias)"
+        return super().layer_text(name)
 
     def cases(self, gen):
         def case(B, H, Hkv, T, d, mask_kind, bias=False):

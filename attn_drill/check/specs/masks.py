@@ -10,8 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch.overrides import TorchFunctionMode
 
-from attn_drill import findings
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
+from attn_drill.check.specs.base import Case, Spec, reference_module, resolve_function
 
 NAMES = ("causal_mask", "padding_mask", "attention_mask")
 SIGNATURES = {  # how the checker calls each one: (positional, keyword) argument sets it must accept
@@ -77,19 +76,10 @@ class MasksSpec(Spec):
     def resolve(self, module):
         fns = {}
         for name in NAMES:
-            fn = getattr(module, name, None)
             expected, calls = SIGNATURES[name]
-            if fn is None:
-                return None, findings.make("missing-name", f"no top-level `{name}` in your file (the task asks for "
-                                           f"{', '.join(NAMES)})", score=1.0, name=name)
-            if not callable(fn):
-                return None, findings.make("wrong-signature", f"`{name}` is a {type(fn).__name__}, not a function",
-                                           score=1.0, name=name, expected=expected)
-            for args, kwargs in calls:
-                bad = check_signature(fn, name, args, kwargs, expected)
-                if bad:
-                    return None, bad
-            fns[name] = fn
+            fns[name], bad = resolve_function(module, name, expected, calls, f" (the task asks for {', '.join(NAMES)})")
+            if bad:
+                return None, bad
         return fns, None
 
     def cases(self, gen):

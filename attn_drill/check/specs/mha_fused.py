@@ -22,8 +22,7 @@ class FusedSpec(SelfAttentionSpec):
         return {"W_qkv": (3 * D, D), "W_o": (D, D)}
 
     def layer_text(self, name):
-        return {"W_qkv": "nn.Linear(d_model, 3 * d_model, bias=bias)",
-                "W_o": "nn.Linear(d_model, d_model, bias=bias)"}[name]
+        return "nn.Linear(d_model, 3 * d_model, bias=bias)" if name == "W_qkv" else super().layer_text(name)
 
     def cases(self, gen):
         def case(B, H, T, d, mask_kind, bias=True):

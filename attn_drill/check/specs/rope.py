@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill import findings
 from attn_drill.check import rope_fit
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
+from attn_drill.check.specs.base import Case, Spec, reference_module, resolve_function
 
 SIGNATURE = "apply_rope(x, positions, base=10000.0)"
 DEFAULT_BASE = 10000.0
@@ -32,18 +31,8 @@ class RopeSpec(Spec):
     axes = {"out": ("batch", "head", "token", "feature")}
 
     def resolve(self, module):
-        fn = getattr(module, self.name, None)
-        if fn is None:
-            return None, findings.make("missing-name", f"no top-level `{self.name}` in your file",
-                                       score=1.0, name=self.name)
-        if not callable(fn):
-            return None, findings.make("wrong-signature", f"`{self.name}` is a {type(fn).__name__}, not a function",
-                                       score=1.0, name=self.name, expected=SIGNATURE)
-        for kwargs in ({}, {"base": 100.0}):  # base has a default, and is passed by name
-            bad = check_signature(fn, self.name, (1, 2), kwargs, SIGNATURE)
-            if bad:
-                return None, bad
-        return fn, None
+        calls = [((1, 2), {}), ((1, 2), {"base": 100.0})]  # base has a default, and is passed by name
+        return resolve_function(module, self.name, SIGNATURE, calls)
 
     def cases(self, gen):
         def case(B, H, T, d, positions, base=None, zero=None):
@@ -66,19 +55,14 @@ class RopeSpec(Spec):
             case(3, 1, 4, 6, random_positions(gen, (3, 4), 3, 40), zero=(1, 0, 2)),  # d/2 odd, B != H
         ]
 
-    def _inputs(self, case: Case, dtype, device) -> dict:
-        """Copies (user code may write into them): x in dtype on device, positions int64 on device."""
-        return {"x": case.inputs["x"].to(device=device, dtype=dtype, copy=True),
-                "positions": case.inputs["positions"].to(device=device, copy=True)}
-
     def call(self, target, case, dtype=torch.float64, device="cpu", grad=False):
-        x = self._inputs(case, dtype, device)
+        x = case.cast(dtype, device)  # copies: x in dtype, positions int64
         if grad:
             x["x"].requires_grad_(True)
         return target(x["x"], x["positions"], **case.config), None, x
 
     def reference(self, case, dtype=torch.float64, device="cpu", grad=False):
-        x = self._inputs(case, dtype, "cpu")
+        x = case.cast(dtype)
         x["x"] = x["x"].double()  # rounded to dtype, computed in float64: the target a dtype run is held to
         if grad:
             x["x"].requires_grad_(True)

@@ -4,22 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill import findings
 from attn_drill.check import variants
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
-
-
-def random_mask(gen: torch.Generator, *shape: int) -> torch.Tensor:
-    """A bool mask whose every row has a visible key and a hidden one, so that the mask and its
-    inverse both leave something to attend to (no NaN rows) and both change the result."""
-    mask = torch.rand(*shape, generator=gen) < 0.5
-    Tk = shape[-1]
-    rows = mask.reshape(-1, Tk)
-    on = torch.randint(Tk, (rows.size(0),), generator=gen)
-    off = (on + 1 + torch.randint(Tk - 1, (rows.size(0),), generator=gen)) % Tk
-    rows[torch.arange(rows.size(0)), on] = True
-    rows[torch.arange(rows.size(0)), off] = False
-    return rows.reshape(shape)
+from attn_drill.check.specs.base import Case, Spec, random_mask, reference_module, resolve_function
 
 
 class SDPASpec(Spec):
@@ -30,15 +16,7 @@ class SDPASpec(Spec):
     axes = {"out": ("batch", "head", "query", "feature"), "weights": ("batch", "head", "query", "key")}
 
     def resolve(self, module):
-        fn = getattr(module, self.name, None)
-        if fn is None:
-            return None, findings.make("missing-name", f"no top-level `{self.name}` in your file",
-                                       score=1.0, name=self.name)
-        if not callable(fn):
-            return None, findings.make("wrong-signature", f"`{self.name}` is a {type(fn).__name__}, not a function",
-                                       score=1.0, name=self.name, expected=f"{self.name}(q, k, v, mask=None)")
-        bad = check_signature(fn, self.name, (1, 2, 3), {"mask": None}, f"{self.name}(q, k, v, mask=None)")
-        return (None, bad) if bad else (fn, None)
+        return resolve_function(module, self.name, f"{self.name}(q, k, v, mask=None)", [((1, 2, 3), {"mask": None})])
 
     def cases(self, gen):
         def qkv(lead, Tq, Tk, d, dv):
@@ -61,15 +39,6 @@ class SDPASpec(Spec):
             case((3, 3), 5, 5, 5, 5, (3, 3, 5, 5)),  # B == H, a full per-head mask
             case((), 5, 6, 7, 3, (5, 6)),  # no leading dims at all
         ]
-
-    def empty_row_case(self, gen) -> Case:
-        """A mask that hides every key from query 1: graded only for NaN (a warning)."""
-        c = self.cases(gen)[0]
-        mask = c.inputs["mask"].clone()
-        mask[..., 1, :] = False
-        c.inputs["mask"] = mask
-        c.label += ", query 1 sees no key"
-        return c
 
     def call(self, target, case, dtype=torch.float64, device="cpu", grad=False):
         x = case.cast(dtype, device)

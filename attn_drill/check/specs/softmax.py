@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill import findings
-from attn_drill.check.specs.base import Case, Spec, check_signature, reference_module
+from attn_drill.check.specs.base import Case, Spec, reference_module, resolve_function
 from attn_drill.check.trace import FORBIDDEN
 
 # every ready-made softmax: torch's function mode sees them as softmax, _softmax, log_softmax, special_softmax,
@@ -34,18 +33,8 @@ class SoftmaxSpec(Spec):
     forbidden = FORBIDDEN | SOFTMAXES
 
     def resolve(self, module):
-        fn = getattr(module, self.name, None)
-        if fn is None:
-            return None, findings.make("missing-name", f"no top-level `{self.name}` in your file",
-                                       score=1.0, name=self.name)
-        if not callable(fn):
-            return None, findings.make("wrong-signature", f"`{self.name}` is a {type(fn).__name__}, not a function",
-                                       score=1.0, name=self.name, expected="softmax(x, dim=-1)")
-        for args, kwargs in (((1,), {}), ((1,), {"dim": 0})):  # dim has a default, and is called by name
-            bad = check_signature(fn, self.name, args, kwargs, "softmax(x, dim=-1)")
-            if bad:
-                return None, bad
-        return fn, None
+        calls = [((1,), {}), ((1,), {"dim": 0})]  # dim has a default, and is called by name
+        return resolve_function(module, self.name, "softmax(x, dim=-1)", calls)
 
     def cases(self, gen):
         def randn(*shape, std=3.0):
