@@ -31,7 +31,7 @@ COMMANDS = {  # name: one-line help, for typer's help and for the fast root help
     "mock": "A timed mock interview, follow-up questions, a scorecard.",
     "stats": "Your progress: times, passes, frequent mistakes, mock scores.",
 }
-# Equal to attn_drill.check.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
+# Equal to attn_drill.judge.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
 # slow down --help. `check` reads the real one when it runs.
 DEFAULT_TIMEOUT_HELP = 10.0
 

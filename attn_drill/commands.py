@@ -2,7 +2,7 @@
 command shares: usage errors (exit 2, one line and the command that would work), exercise lookup, confirmation.
 
 Plain functions, called by cli.py's typer app and by its fast path. Nothing here imports torch: `check` hands
-the files to a worker process (attn_drill.check) and renders the reports it sends back.
+the files to a worker process (attn_drill.judge) and renders the reports it sends back.
 """
 
 import sys
@@ -186,7 +186,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     from attn_drill import state
 
     jobs = _jobs(files, exercise_id, state.load())
-    from attn_drill import check as checker  # no torch on this side
+    from attn_drill import process as checker  # no torch on this side
 
     reports = checker.run_checks([checker.Job(p, ex.id) for p, ex in jobs], seed=seed,
                                  timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)

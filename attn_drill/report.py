@@ -91,3 +91,14 @@ class Report:
             "findings": [asdict(f) for f in self.findings],
             "output": self.output,
         }
+
+
+def partial_report(exercise: str, path, seed: int, stages: list[Stage], failed_detail: str) -> Report:
+    """The stages that finished, the next one failed with `failed_detail`, the rest skipped."""
+    report = Report(exercise, str(path), seed, stages=list(stages))
+    done = {s.name for s in stages}
+    todo = [name for name in STAGES if name not in done]
+    if todo:
+        report.stages.append(Stage(todo[0], FAIL, failed_detail))
+        report.stages += [Stage(name, SKIP, "skipped: an earlier stage failed") for name in todo[1:]]
+    return report

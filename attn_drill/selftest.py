@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 
 from attn_drill import catalogue
-from attn_drill.check import Job, run_checks
+from attn_drill.process import Job, run_checks
 
 
 @dataclass

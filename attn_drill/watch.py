@@ -7,7 +7,7 @@ the path and compare (inode, size, mtime). A save is acted on once the entry has
 DEBOUNCE seconds, so a save in several writes gives one check, of the finished file. Only this one file
 is watched: saving another exercise's file in the same folder does nothing.
 
-Checks go through a warm pool (check/warm.py): each one runs in a freshly forked process, so feedback
+Checks go through a warm pool (process/warm.py): each one runs in a freshly forked process, so feedback
 comes in a fraction of a second without ever reusing the user's code's state.
 """
 
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from attn_drill.check import runner
-from attn_drill.check.warm import WarmPool
+from attn_drill.process import runner
+from attn_drill.process.warm import WarmPool
 from attn_drill.report import Report
 
 POLL = 0.05  # seconds between looks at the folder

@@ -62,7 +62,7 @@ def test_version():
 
 
 def test_help_states_the_checkers_default_timeout():
-    from attn_drill.check import DEFAULT_TIMEOUT
+    from attn_drill.process import DEFAULT_TIMEOUT
 
     assert cli.DEFAULT_TIMEOUT_HELP == DEFAULT_TIMEOUT
     assert f"default {DEFAULT_TIMEOUT:g} s" in invoke("check", "--help").stdout
@@ -449,7 +449,7 @@ def test_script_check_exit_codes(run_script, isolated):
     assert run_script("check", str(bad), "--seed", "0").returncode == 1
 
 
-HEAVY = ("torch", "attn_drill.check.worker", "typer", "pydantic", "pygments")
+HEAVY = ("torch", "attn_drill.process.worker", "typer", "pydantic", "pygments")
 PROBE = """
 import sys
 from attn_drill.cli import main

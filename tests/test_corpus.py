@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill.check import Job, run_checks
+from attn_drill.process import Job, run_checks
 
 CORPUS = Path(__file__).parent / "corpus"
 ONLY = [e for e in os.environ.get("CORPUS", "").split(",") if e]  # CORPUS=mha,gqa: those exercises only

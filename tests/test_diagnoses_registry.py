@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_corpus import REQUIRED
 
 from attn_drill import findings
-from attn_drill.check import diagnoses
+from attn_drill.judge import diagnoses
 
 # registered for every exercise (None) but unable to fire on some: the reason is the exemption
 CANNOT = {("masks", "nan-output"): "a boolean mask holds no NaN"}

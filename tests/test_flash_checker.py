@@ -7,12 +7,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from attn_drill.check import memory
-from attn_drill.check.compare import closeness
-from attn_drill.check.specs import SPECS
-from attn_drill.check.specs import flash as flash_spec
-from attn_drill.check.specs.base import reference_module
-from attn_drill.check.variants_flash import FlashKnobs
+from attn_drill.judge import memory
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.specs import flash as flash_spec
+from attn_drill.judge.specs.base import reference_module
+from attn_drill.judge.variants_flash import FlashKnobs
 
 SPEC = SPECS["flash"]
 ME = __file__

@@ -69,7 +69,7 @@ EVIDENCE = {
     "torch-modified__wraps_allclose": ["torch.allclose"],
     "torch-modified__tensor_method": ["torch.Tensor.abs"],
     "torch-modified__builtins_all": ["builtins.all"],
-    "torch-modified__checker_compare": ["attn_drill.check.compare.diff"],
+    "torch-modified__checker_compare": ["attn_drill.judge.compare.diff"],
     "torch-modified__report_methods": ["Report.to_wire"],
     "torch-modified__guard_disabled": ["Check.guard", "torch.allclose"],
     "torch-modified__function_mode_left_on": ["function modes"],

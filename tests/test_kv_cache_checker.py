@@ -5,11 +5,11 @@ from pathlib import Path
 
 import torch
 
-from attn_drill.check import cache_probes, variants_cache
-from attn_drill.check.specs import SPECS
-from attn_drill.check.specs.base import reference_module
-from attn_drill.check.specs.kv_cache import Steps, join
-from attn_drill.check.variants_cache import CacheKnobs
+from attn_drill.judge import cache_probes, variants_cache
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.specs.base import reference_module
+from attn_drill.judge.specs.kv_cache import Steps, join
+from attn_drill.judge.variants_cache import CacheKnobs
 
 SPEC = SPECS["kv-cache"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import torch
 
-from attn_drill.check import Job, run_checks
-from attn_drill.check.specs import SPECS
+from attn_drill.process import Job, run_checks
+from attn_drill.judge.specs import SPECS
 
 CORPUS = Path(__file__).parent / "corpus" / "mha"
 NO_TRANSPOSE = CORPUS / "wrong-head-merge__reshape_no_transpose.py"

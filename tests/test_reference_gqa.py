@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.check import variants
-from attn_drill.check.compare import closeness
-from attn_drill.check.specs import SPECS
+from attn_drill.judge import variants
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.specs import SPECS
 
 SHAPES = [(2, 6, 2, 5, 4, False), (2, 4, 2, 6, 5, True), (2, 4, 1, 5, 6, False), (3, 3, 3, 4, 4, True),
           (1, 8, 4, 7, 2, False)]  # B, H, Hkv, T, d, bias: groups of 3 and 2, MQA, plain MHA

@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.check import variants_cache
-from attn_drill.check.compare import closeness
-from attn_drill.check.specs import SPECS
-from attn_drill.check.variants_cache import CacheKnobs
+from attn_drill.judge import variants_cache
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.variants_cache import CacheKnobs
 
 
 def load():

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from attn_drill import paths
-from attn_drill.check.specs import SPECS
-from attn_drill.check.specs.masks import RIGHT, MaskKnobs
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.specs.masks import RIGHT, MaskKnobs
 
 
 def load():

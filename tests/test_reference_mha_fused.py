@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from attn_drill import paths
-from attn_drill.check import module_variants, variants
-from attn_drill.check.compare import closeness
-from attn_drill.check.specs import SPECS
+from attn_drill.judge import module_variants, variants
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.specs import SPECS
 
 
 def reference():

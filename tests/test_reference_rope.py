@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from attn_drill import paths
-from attn_drill.check import calls, diagnoses, rope_fit
-from attn_drill.check.compare import closeness
-from attn_drill.check.specs import SPECS
-from attn_drill.check.variants import RIGHT, Knobs
+from attn_drill.judge import calls, diagnoses, rope_fit
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.variants import RIGHT, Knobs
 
 
 def apply_rope():

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from attn_drill import paths
-from attn_drill.check.diagnoses.softmax import _flavours, normalised_axis
-from attn_drill.check.specs import SPECS
+from attn_drill.judge.diagnoses.softmax import _flavours, normalised_axis
+from attn_drill.judge.specs import SPECS
 
 
 def load():

@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.check import variants
-from attn_drill.check.specs import SPECS
-from attn_drill.check.compare import closeness
+from attn_drill.judge import variants
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.compare import closeness
 
 
 def load(name):

@@ -13,7 +13,7 @@ import pytest
 from conftest import attn_drill_script
 
 from attn_drill import catalogue, history
-from attn_drill.check import runner, warm
+from attn_drill.process import runner, warm
 from attn_drill.watch import Checker, Watcher, signature
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -167,7 +167,7 @@ def test_a_hang_times_out_and_a_file_that_kills_the_server_costs_only_speed(isol
 ORPHAN = """
 import os, sys, tempfile
 from pathlib import Path
-from attn_drill.check import warm
+from attn_drill.process import warm
 pool = warm.WarmPool([])
 assert pool.wait_ready()
 read_fd, write_fd = os.pipe()

@@ -7,7 +7,7 @@ import torch
 
 
 def _fake_diff(got, want, tol):
-    from attn_drill.check.compare import Diff
+    from attn_drill.judge.compare import Diff
     return Diff(True, 0.0, 0.0, None)
 
 

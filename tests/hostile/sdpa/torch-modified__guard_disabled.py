@@ -3,7 +3,7 @@ import math
 
 import torch
 
-import attn_drill.check.engine as engine
+import attn_drill.judge.engine as engine
 
 engine.changed_since = lambda snap: []
 engine.Check.guard = lambda self, outcome: None

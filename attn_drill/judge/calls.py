@@ -1,0 +1,45 @@
+"""One traced call of the user's code, and what came back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attn_drill.judge.specs.base import Case
+from attn_drill.judge.trace import Tracer
+
+
+@dataclass
+class Outcome:
+    case: Case
+    result: object = None  # what the user's code returned
+    error: BaseException | None = None
+    tracer: Tracer | None = None
+    module: object = None
+    inputs: dict = field(default_factory=dict)
+    outputs: tuple | None = None  # the result as the spec's flat tuple of tensors; None when it is not one
+
+
+def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu") -> Outcome:
+    """Call the user's code on one case under a tracer; never raises."""
+    tracer = Tracer(path, spec.forbidden)
+    out = Outcome(case, tracer=tracer)
+    try:
+        kwargs = {}
+        if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)
+            with Tracer(path, spec.forbidden) as build_tracer:
+                kwargs["module"], bad = spec.build(target, case, dtype, device)
+            tracer.forbidden_calls += build_tracer.forbidden_calls
+            if bad:
+                raise RuntimeError(bad.evidence)
+        with tracer, torch.set_grad_enabled(grad):
+            out.result, out.module, out.inputs = spec.call(target, case, dtype, device=device, grad=grad, **kwargs)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything, KeyboardInterrupt and SystemExit too
+        out.error = e  # (the worker runs in its own session: a Ctrl-C at the terminal never reaches it)
+        return out
+    out.outputs = spec.unpack(out.result)
+    if out.outputs is not None and any(type(t) is not torch.Tensor for t in out.outputs):
+        out.outputs = None  # a Tensor subclass can override __torch_function__ and make any comparison pass
+    return out

@@ -1,0 +1,166 @@
+"""Name the mistake: one small function per diagnosis, registered with @diagnosis(slugs, exercises).
+
+Each diagnosis looks at what the user's code did on the check's cases (outputs, exceptions, traced calls)
+and returns a finding with evidence, or None. Variants of the reference that reproduce the user's outputs
+are the main evidence; probes (the effective scale, hooks on the projections) add to it.
+
+The diagnoses live by family in this package; the import at the bottom registers them, in the order they
+run (the findings are then sorted by level and score, ties keeping that order).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Callable
+
+from attn_drill import findings
+from attn_drill.judge import pictures
+from attn_drill.judge.compare import closeness
+from attn_drill.report import Finding
+
+REGISTRY: list[tuple[tuple[str, ...], tuple[str, ...] | None, Callable]] = []
+
+
+def diagnosis(slugs: str | tuple[str, ...], exercises: tuple[str, ...] | None):
+    """Register a diagnosis that names one of `slugs` (one slug, or a tuple of them) for these exercises
+    (None: every exercise). tests/test_diagnoses_registry.py holds the slugs to the wording and the corpus."""
+    def register(fn):
+        REGISTRY.append(((slugs,) if isinstance(slugs, str) else tuple(slugs), exercises, fn))
+        return fn
+    return register
+
+
+def diagnose(check) -> list[Finding]:
+    """Every diagnosis that applies to this exercise, run on a failed values stage."""
+    out = []
+    for _, exercises, fn in REGISTRY:
+        if exercises is None or check.spec.id in exercises:
+            found = fn(check)
+            if found:
+                out.append(found)
+    if not any(f.level == "error" and f.score >= 0.5 for f in out):
+        out.append(values_mismatch(check))
+    return out
+
+
+# --- variants: a known mistake that reproduces the user's outputs -----------------------------
+
+MATCH = 1e-4  # relative L2 distance under which two outputs are the same computation
+
+
+def match(check, knobs, every: bool = False) -> tuple[int, int, float, object]:
+    """(cases matched, cases that tell it from the reference, worst distance, first telling case).
+
+    Stops at the second case the variant does not reproduce: it can no longer explain all cases but one, and
+    the counts are then partial (every=True counts every case, for evidence that reports them anyway)."""
+    matched, telling, worst, example = 0, 0, 0.0, None
+    for i, (o, ref) in enumerate(zip(check.outcomes, check.refs)):
+        try:
+            var = check.spec.variant(o.case, knobs)
+        except RuntimeError:
+            var = None  # the mistake raises on this case (a broadcast that cannot happen)
+        differs = var is None or check.spec.distance(var, ref, var) > MATCH
+        if var is None or o.outputs is None:
+            same = var is None and o.outputs is None
+            dist = 0.0 if same else float("inf")
+        else:
+            dist = check.spec.distance(o.outputs, var, var)
+            same = dist <= MATCH
+        telling += differs
+        if same:
+            matched += 1
+            if differs and (example is None or example.outputs is None and o.outputs is not None):
+                example = o  # prefer a case that ran: it can be pictured
+        worst = max(worst, dist)
+        if not every and i + 1 - matched > 1:
+            break
+    return matched, telling, worst, example
+
+
+def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
+                    extra: Callable[[object], str | None] | None = None, **params) -> Finding | None:
+    """The finding when the variant reproduces all cases, or all but one; `extra(example outcome)` may add an
+    evidence tail read off the case the evidence names."""
+    n = len(check.outcomes)
+    matched, telling, worst, example = match(check, knobs)
+    if telling == 0 or matched < n - 1 or example is None:  # all cases, or all but one (a second mistake)
+        return None
+    exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+    evidence = f"{how}: that reproduces your outputs {exact} on {matched} of {n} cases, e.g. {example.case.label}"
+    tail = extra(example) if extra else None
+    if tail:
+        evidence += "; " + tail
+    picture = pictures.for_slug(check, slug, example)
+    return findings.make(slug, evidence, line=line, score=matched / n - min(worst, 0.01), picture=picture, **params)
+
+
+# --- the scale ------------------------------------------------------------------------------------------
+
+def fit_log(err: Callable[[float], float], lo: float = 1e-3, hi: float = 1e2, per_decade: int = 8,
+            steps: int = 40) -> tuple[float, float]:
+    """(s, err(s)): the s in [lo, hi] that minimises err, by a grid on log s, then a golden section in the
+    bracket around the grid's best point (it shrinks by 0.618 a step, one new evaluation each)."""
+    def f(t: float) -> float:  # err on log s
+        return err(math.exp(t))
+
+    a0, a1 = math.log(lo), math.log(hi)
+    n = round((a1 - a0) / math.log(10) * per_decade)
+    grid = [a0 + (a1 - a0) * j / n for j in range(n + 1)]
+    i = min(range(len(grid)), key=lambda j: f(grid[j]))
+    lo_t, hi_t = grid[max(i - 1, 0)], grid[min(i + 1, n)]
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi_t - g * (hi_t - lo_t), lo_t + g * (hi_t - lo_t)
+    fa, fb = f(a), f(b)
+    for _ in range(steps):
+        if fa < fb:
+            hi_t, b, fb = b, a, fa
+            a = hi_t - g * (hi_t - lo_t)
+            fa = f(a)
+        else:
+            lo_t, a, fa = a, b, fb
+            b = lo_t + g * (hi_t - lo_t)
+            fb = f(b)
+    s = math.exp((lo_t + hi_t) / 2)
+    return s, err(s)
+
+
+def scale_finding(check, fitted: list[tuple[object, float]], line: int | None) -> Finding | None:
+    """Name the scale fitted on every case, as (outcome, s): None when it is 1/sqrt(d), missing-scale when it is
+    1 on every case, else wrong-scale, said as one of the spec's scale_names when it is one."""
+    o, s = fitted[0]
+    d = o.case.dims["d"]
+    want = d ** -0.5
+    if abs(s - want) <= 1e-3 * want:
+        return None
+    expected = f"expected {want:.4f} = 1/sqrt({d}) ({o.case.label})"
+    if all(abs(s_ - 1.0) < 1e-3 for _, s_ in fitted):
+        return findings.make("missing-scale", f"your effective scale is {s:.3f}, {expected}", line=line, score=1.0)
+    names = [n for n, v in check.spec.scale_names(o.case).items() if abs(v - s) <= 1e-3 * max(v, 1e-3)]
+    said = f" = {names[0]}" if names else ""
+    return findings.make("wrong-scale", f"your effective scale is {s:.4f}{said}, {expected}", line=line, score=1.0)
+
+
+def line_of(o, names: set[str], last: bool = False) -> int | None:
+    return o.tracer.first_line(names, last=last) if o and o.tracer else None
+
+
+def first_outcome(check):
+    return next((o for o in check.outcomes if o.error is None), check.outcomes[0])
+
+
+SCORES = {"matmul", "__matmul__", "einsum", "bmm", "baddbmm"}
+MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "__iadd__", "add"}
+RESHAPES = {"view", "reshape", "flatten", "permute", "transpose"}
+
+
+def values_mismatch(check) -> Finding:
+    o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
+              and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
+    locate = getattr(check.spec, "locate", None)  # a module spec may say where the computation departs
+    extra = f"; {locate(check)}" if locate else ""
+    return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
+
+
+for _family in ("attention", "modules", "softmax", "masks", "rope", "cache", "flash", "generic"):
+    importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

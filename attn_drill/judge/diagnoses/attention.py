@@ -1,0 +1,145 @@
+"""Attention mistakes (sdpa, mha and the modules built like them): scale, softmax axis, masks, heads."""
+
+from __future__ import annotations
+
+import torch
+
+from attn_drill import findings
+from attn_drill.judge import load, module_hooks
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of,
+                                        scale_finding, variant_finding)
+from attn_drill.judge.variants import Knobs
+
+
+@diagnosis("softmax-wrong-dim", ("sdpa", "mha", "mha-fused", "gqa"))
+def softmax_wrong_dim(check):
+    for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
+                     (0, "softmax over dim=0")):
+        for fill in ("-inf", "min"):  # they differ where a whole query column is hidden
+            f = variant_finding(check, "softmax-wrong-dim", Knobs(softmax_dim=dim, fill=fill), how,
+                                line=line_of(first_outcome(check), {"softmax", "exp", "_softmax"}))
+            if f:
+                break
+        if f:
+            f.evidence += "; your weights do not sum to 1 over the keys"
+            return f
+    return None
+
+
+@diagnosis("mask-inverted", ("sdpa", "mha", "mha-fused", "gqa"))
+def mask_inverted(check):
+    return variant_finding(check, "mask-inverted", Knobs(mask="inverted"),
+                           "hiding the keys where the mask is True (nn.MultiheadAttention's convention)",
+                           line=line_of(first_masked(check), MASKING))
+
+
+@diagnosis("mask-ignored", ("sdpa", "mha", "mha-fused", "gqa"))
+def mask_ignored(check):
+    return variant_finding(check, "mask-ignored", Knobs(mask="ignored"), "the same attention with no mask at all")
+
+
+@diagnosis("mask-after-softmax", ("sdpa", "mha", "mha-fused", "gqa"))
+def mask_after_softmax(check):
+    f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
+                        "softmax over every key, then the hidden keys' probabilities set to 0",
+                        line=line_of(first_masked(check), MASKING | {"__mul__", "mul"}, last=True))
+    if f:
+        o = first_masked(check)
+        if o and o.outputs is not None:
+            sums = o.outputs[1].sum(-1).flatten()
+            f.evidence += f"; your weights' rows sum to {float(sums.min()):.2f}..{float(sums.max()):.2f}, not 1"
+    return f
+
+
+@diagnosis("mask-head-broadcast", ("mha", "mha-fused", "gqa"))
+def mask_head_broadcast(check):
+    f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
+                        "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
+    if f:
+        raised = [o for o in check.outcomes if o.error is not None]
+        if raised:
+            o = raised[0]
+            f.line = load.user_line(o.error, check.path)[0]
+            f.evidence += (f"; with B != H it raises ({load.describe(o.error)}, {o.case.label}), "
+                           "with B == H it silently applies batch b's mask to head b")
+    return f
+
+
+# --- heads: the evidence adds where the module departs (module_hooks, on the layers its spec names) -----
+
+def located(check):
+    """An evidence tail for variant_finding: where the user's module first departs from the reference."""
+    return lambda _example: check.spec.locate(check)
+
+
+@diagnosis("wrong-head-split", ("mha", "mha-fused", "gqa"))
+def wrong_head_split(check):
+    return variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
+                           "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
+                           line=line_of(first_outcome(check), RESHAPES), extra=located(check))
+
+
+@diagnosis("wrong-head-merge", ("mha", "mha-fused", "gqa"))
+def wrong_head_merge(check):
+    line = line_of(first_outcome(check), RESHAPES, last=True)
+    f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
+                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)", line=line,
+                        extra=located(check))
+    if f:
+        return f
+    weights_right = all(o.outputs is not None and closeness(o.outputs[1], ref[1]) < MATCH
+                        for o, ref in zip(check.outcomes, check.refs))
+    evidence = module_hooks.merge_is_permuted(check) if weights_right else None
+    if evidence:
+        return findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
+                             line=line, score=0.95)
+    return None
+
+
+@diagnosis("missing-output-projection", ("mha", "mha-fused", "gqa"))
+def missing_output_projection(check):
+    return variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
+                           "the merged heads returned as they are", extra=located(check))
+
+
+def first_masked(check):
+    return next((o for o in check.outcomes if o.case.masked and o.error is None), None)
+
+
+# --- the scale: fitted from the weights the user returns --------------------------------------
+
+def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | None) -> float | None:
+    """The s for which weights = softmax(s * raw) over the visible keys, by least squares on log-weights."""
+    w = weights.detach().double().cpu()
+    use = w > 0
+    if visible is not None:
+        use = use & visible.expand_as(w)
+    if not bool(use.any()):
+        return None
+    y = torch.where(use, w.clamp_min(1e-300).log(), torch.zeros_like(w))
+    x = torch.where(use, raw, torch.zeros_like(raw))
+    n = use.sum(-1, keepdim=True).clamp_min(1)
+    xc = torch.where(use, x - x.sum(-1, keepdim=True) / n, torch.zeros_like(x))
+    yc = torch.where(use, y - y.sum(-1, keepdim=True) / n, torch.zeros_like(y))
+    denom = float((xc * xc).sum())
+    return float((xc * yc).sum()) / denom if denom > 0 else None
+
+
+@diagnosis(("missing-scale", "wrong-scale"), ("sdpa", "mha", "mha-fused", "gqa"))
+def scale(check):
+    """The weights are softmax(s * q k^T) for a fitted s other than 1/sqrt(d)."""
+    fitted = []
+    for o in check.outcomes:
+        if o.outputs is None:
+            return None
+        s = fit_scale(o.outputs[1], check.spec.raw_scores(o.case), check.spec.visible(o.case))
+        if s is None:
+            return None
+        var = check.spec.variant(o.case, Knobs(scale=s))
+        if check.spec.distance(o.outputs, var, var) > MATCH:
+            return None  # the weights are not softmax(s * q k^T): not (only) a scale mistake
+        fitted.append((o, s))
+    return scale_finding(check, fitted, line_of(fitted[0][0], SCORES))
+
+

@@ -1,0 +1,64 @@
+"""Mistakes of the self-attention modules (mha-fused, gqa) alone: the fused split order, the kv head mapping.
+
+The scale, softmax, mask and head diagnoses of attention.py apply to these modules as they are (their specs
+honour every knob, and say what their own layers should see for module_hooks).
+"""
+
+from __future__ import annotations
+
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.diagnoses import MATCH, RESHAPES, diagnosis, first_outcome, line_of, variant_finding
+from attn_drill.judge.variants import Knobs, attention, linear, split_heads
+
+SPLITS = RESHAPES | {"split", "chunk", "unbind", "unflatten", "__getitem__"}
+
+
+@diagnosis("qkv-split-order", ("mha-fused",))
+def qkv_split_order(check):
+    c = check.cases[0]
+    d, D = c.dims["d"], c.dims["D"]
+    how = (f"W_qkv's output viewed as (B, T, H, 3, d): query head 1 then reads its features [{3 * d}, {4 * d}), "
+           f"where [q | k | v] puts it at [{d}, {2 * d}) (d={d}, D={D})")
+    f = variant_finding(check, "qkv-split-order", Knobs(qkv_split="heads"), how,
+                        line=line_of(first_outcome(check), SPLITS))
+    if f:
+        f.evidence += f"; expected q, k, v = W_qkv(x).split({D}, dim=-1), then each viewed as (B, T, H, d)"
+        f.evidence += "; " + check.spec.locate(check)
+    return f
+
+
+@diagnosis("kv-repeat-order", ("gqa",))
+def kv_repeat_order(check):
+    f = variant_finding(check, "kv-repeat-order", Knobs(kv_repeat="tile"),
+                        "kv heads tiled, as .repeat does: query head h reading kv head h % num_kv_heads",
+                        line=line_of(first_outcome(check), {"repeat", "expand", "tile"}))
+    if f:
+        for o in check.outcomes:
+            H, Hkv = o.case.dims["H"], o.case.dims["Hkv"]
+            if o.outputs is None or Hkv in (1, H):
+                continue  # with one kv head, or one per query head, both orders agree
+            mapping = kv_mapping(o)
+            if mapping:
+                g = H // Hkv
+                f.evidence += (f"; query heads 0..{H - 1} read kv heads {mapping}, expected "
+                               f"{[h // g for h in range(H)]} ({o.case.label})")
+                break
+    return f
+
+
+def kv_mapping(o) -> list[int] | None:
+    """Which kv head each of the user's query heads reads: the one whose attention reproduces its weights."""
+    case, weights = o.case, o.outputs[1].detach().double()
+    x, p, mask = case.inputs["x"], case.params, case.inputs["mask"]
+    H, Hkv = case.dims["H"], case.dims["Hkv"]
+    q = split_heads(linear(x, p, "W_q"), H)  # (B, H, T, d)
+    k = split_heads(linear(x, p, "W_k"), Hkv)  # (B, Hkv, T, d)
+    mapping = []
+    for h in range(H):
+        fits = [j for j in range(Hkv)
+                if closeness(weights[:, h], attention(q[:, h], k[:, j], k[:, j], mask)[1]) < MATCH]
+        if len(fits) != 1:
+            return None
+        mapping.append(fits[0])
+    return mapping
+

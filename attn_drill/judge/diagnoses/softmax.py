@@ -1,0 +1,145 @@
+"""Softmax mistakes: the wrong axis normalised, and no per-slice max subtraction (overflow or 0/0)."""
+
+from __future__ import annotations
+
+import torch
+
+from attn_drill import findings
+from attn_drill.judge.compare import TOL, closeness, diff
+from attn_drill.judge.diagnoses import MATCH, diagnosis, line_of
+
+NORMALISE = {"sum", "logsumexp", "div", "__truediv__", "__itruediv__", "div_"}
+SHIFT = {"exp", "exp_", "amax", "max", "sub", "__sub__", "__isub__", "sub_"}
+
+
+def _dim(case) -> int:
+    dim = case.dims["dim"]
+    return -1 if dim is None else dim
+
+
+def _said(dim: int, ndim: int) -> str:
+    pos = dim % ndim
+    return f"dim {pos}" + (" (the last)" if pos == ndim - 1 else "")
+
+
+def _right(o, ref) -> bool:
+    return o.outputs is not None and diff(o.outputs[0], ref[0], TOL[torch.float64]).ok
+
+
+def normalised_axis(out: torch.Tensor, x: torch.Tensor) -> str | int | None:
+    """The axis along which `out` is exactly softmax(x) (an int), "all" for the whole tensor at once, or None."""
+    for axis in range(x.dim()):
+        if closeness(out, torch.softmax(x, dim=axis)) <= MATCH:
+            return axis
+    if closeness(out, torch.softmax(x.flatten(), dim=0).view_as(x)) <= MATCH:
+        return "all"
+    return None
+
+
+@diagnosis("softmax-wrong-dim", ("softmax",))
+def wrong_dim(check):
+    """Every case that fails is softmax along another axis (read from the output) and the rest are right."""
+    wrong = []
+    for o, ref in zip(check.outcomes, check.refs):
+        if _right(o, ref):
+            continue
+        if o.outputs is None:
+            return None
+        x, dim = o.case.inputs["x"], _dim(o.case)
+        axis = normalised_axis(o.outputs[0], x)
+        if axis is None or axis == dim % x.dim():
+            return None
+        wrong.append((o, axis))
+    if not wrong:
+        return None
+    o, axis = wrong[0]
+    x, dim = o.case.inputs["x"], _dim(o.case)
+    sums = o.outputs[0].detach().double().sum(dim)
+    along = "over the whole tensor at once" if axis == "all" else f"along {_said(axis, x.dim())}"
+    evidence = (f"your output sums to 1 {along}, not along {_said(dim, x.dim())} ({o.case.label}); "
+                f"along {_said(dim, x.dim())} its sums run {float(sums.min()):.3g}..{float(sums.max()):.3g}")
+    evidence += "; " + _pattern(wrong, len(check.outcomes))
+    return findings.make("softmax-wrong-dim", evidence, line=line_of(o, NORMALISE), score=1.0)
+
+
+def _pattern(wrong: list, n: int) -> str:
+    """What the failing cases have in common."""
+    if all(axis == o.case.inputs["x"].dim() - 1 for o, axis in wrong):
+        return f"on {len(wrong)} of {n} cases it normalises the last axis whatever dim says"
+    if all(o.case.dims["dim"] is None for o, _ in wrong):
+        return "only the call that leaves dim at its default is wrong: the default must be -1, the last axis"
+    return f"{len(wrong)} of {n} cases normalise{'s' if len(wrong) == 1 else ''} another axis than dim"
+
+
+# --- stability: right on moderate inputs, broken where the entries are large ---------------------------------
+
+def _flavours(x: torch.Tensor, dim: int) -> dict[str, torch.Tensor]:
+    """The slices (along dim) that each unstable softmax gets wrong, as bool over the other axes."""
+    want = torch.softmax(x, dim=dim)
+    e = torch.exp(x)
+    g = torch.exp(x - x.max())
+    return {"no max subtracted": _broken(e / e.sum(dim, keepdim=True), want, dim),
+            "one max for the whole tensor": _broken(g / g.sum(dim, keepdim=True), want, dim)}
+
+
+def _broken(out: torch.Tensor, want: torch.Tensor, dim: int) -> torch.Tensor:
+    """bool over the slices along dim: any entry out of the float64 tolerance (NaN counts as out)."""
+    tol = TOL[torch.float64]
+    return ~((out - want).abs() <= tol.atol + tol.rtol * want.abs()).all(dim)
+
+
+def _what(values: torch.Tensor) -> str:
+    if bool(torch.isnan(values).any()):
+        return "NaN"
+    if bool(torch.isinf(values).any()):
+        return "inf"
+    if bool((values == 0).all()):
+        return "all zeros"
+    return "wrong values"
+
+
+@diagnosis("softmax-unstable", ("softmax",))
+def unstable(check):
+    """Right on every case with moderate entries, wrong on slices with large ones: a missing per-slice max."""
+    large = []
+    for o, ref in zip(check.outcomes, check.refs):
+        x = o.case.inputs["x"]
+        big = float(x[torch.isfinite(x)].abs().max()) > 1e3
+        if _right(o, ref):
+            continue
+        if o.outputs is None:
+            return None
+        if big:
+            large.append((o, ref))
+        elif bool(torch.isfinite(x).all()):
+            return None  # wrong on ordinary inputs: not (only) a stability problem
+    if not large:
+        return None
+    o, ref = large[0]
+    x, dim = o.case.inputs["x"], _dim(o.case)
+    out = o.outputs[0].detach().double()
+    bad = _broken(out, ref[0].detach().double(), dim)
+    evidence = (f"{_slices(bad, dim, x.dim())} {_what(out.movedim(dim, -1)[bad])} ({o.case.label}), while every "
+                f"case with moderate, finite entries matches; {_why(x, dim, bad)}")
+    return findings.make("softmax-unstable", evidence, line=line_of(o, SHIFT), score=1.2)
+
+
+def _slices(bad: torch.Tensor, dim: int, ndim: int) -> str:
+    """The broken slices, with the verb: "rows 0, 2 of x give", "row 4 of x gives", "3 slices ... give"."""
+    if bad.dim() != 1:
+        return f"{int(bad.sum())} slices of x along dim {dim % ndim} give"
+    rows = bad.nonzero().flatten().tolist()
+    return f"row {rows[0]} of x gives" if len(rows) == 1 else f"rows {', '.join(map(str, rows))} of x give"
+
+
+def _why(x: torch.Tensor, dim: int, bad: torch.Tensor) -> str:
+    """Which unstable softmax breaks exactly these slices, or what the slices have in common."""
+    for how, predicted in _flavours(x, dim).items():
+        if torch.equal(predicted, bad):
+            why = ("exp(x) overflows to inf for x above 709" if how.startswith("no max") else
+                   f"slices whose max lies far below the tensor's max ({float(x.max()):.4g}) underflow to 0/0")
+            return f"exactly the slices a softmax with {how} gets wrong: {why}"
+    span = x.movedim(dim, -1)[bad]
+    span = span[torch.isfinite(span)]
+    return (f"their entries span {float(span.min()):.3g}..{float(span.max()):.3g}: only each slice's own max keeps "
+            "every exponent <= 0")

@@ -1,0 +1,192 @@
+"""Load a user's file as a fresh module, turning every way it can fail into a finding in words:
+an empty file, a syntax error (line, column, the line itself), a file that is not UTF-8 (which encoding
+it looks like, and how to re-save it), and anything raised while importing it."""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import importlib.util
+import io
+import sys
+import tokenize
+import traceback
+from pathlib import Path
+
+from attn_drill import findings
+from attn_drill.process import sandbox
+from attn_drill.report import Finding
+
+
+def load(path: Path, tag: str) -> tuple[object | None, Finding | None]:
+    """Parse and execute the user's file; return (module, None) or (None, finding)."""
+    source, bad = read_source(path)
+    if bad:
+        return None, bad
+    try:
+        tree = ast.parse(source, str(path))
+        compile(tree, str(path), "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # the last two: absurdly nested code
+        if "\0" in source:  # Python says "cannot contain null bytes" with no line: find it
+            line, where = _where_byte(source.encode("utf-8"), b"\0")
+            return None, findings.make("syntax-error", f"the file contains a NUL byte{where}, which Python does not "
+                                       "accept anywhere (pasted from a binary file?)", line=line, score=1.0)
+        if isinstance(e, SyntaxError):
+            return None, syntax_finding(e)
+        return None, findings.make("syntax-error", f"Python cannot parse it: {describe(e)}", score=1.0)
+    if not tree.body:
+        return None, _nothing_defined(source, tag)
+
+    spec = importlib.util.spec_from_file_location(f"attn_drill_user_{tag}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))  # the user's own helper modules next to the file
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        return None, exception_finding(e, path, "while importing the file")
+    finally:
+        if sys.path and sys.path[0] == str(path.parent):
+            sys.path.pop(0)
+    return module, None
+
+
+# --- source problems -------------------------------------------------------------------------------------
+
+def read_source(path: Path) -> tuple[str | None, Finding | None]:
+    """The text of the file as Python reads it (a UTF-8 BOM or a coding line is honoured)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:  # gone or unreadable since the command looked at it
+        return None, findings.make("syntax-error", f"the file cannot be read: {describe(e)}", score=1.0)
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None, not_utf8(path, raw, 0)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError:  # no usable coding line and bytes that are not UTF-8 in the first two lines
+        encoding = "utf-8"
+    try:
+        return raw.decode(encoding), None
+    except UnicodeDecodeError as e:
+        return None, not_utf8(path, raw, e.start)
+    except LookupError:  # a coding line naming an encoding Python does not know
+        return None, findings.make("syntax-error", f"the file's coding line names an unknown encoding, {encoding!r}",
+                                   line=1, score=1.0)
+
+
+def not_utf8(path: Path, raw: bytes, pos: int) -> Finding:
+    name, codec = guess_encoding(raw)
+    line, column = _line_column(raw, pos)
+    what = "it starts with a byte-order mark" if pos == 0 else f"byte 0x{raw[pos]:02x} at line {line}, column {column}"
+    resave = (f"python -c \"import pathlib; p = pathlib.Path(r'{path}'); "
+              f"p.write_text(p.read_text(encoding='{codec}'), encoding='utf-8')\"")
+    evidence = (f"the file is not UTF-8 ({what}): it looks like {name}. Re-save it as UTF-8 (in most editors: "
+                f"Save with Encoding, UTF-8), or convert it with:\n    {resave}")
+    return findings.make("syntax-error", evidence, line=line, score=1.0)
+
+
+def guess_encoding(raw: bytes) -> tuple[str, str]:
+    """(how to say it, the codec that reads it) for bytes that are not UTF-8."""
+    if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32 (it starts with a UTF-32 byte-order mark)", "utf-32"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16 (it starts with a UTF-16 byte-order mark; Windows editors call it 'Unicode')", "utf-16"
+    if raw and raw.count(0) >= len(raw) // 4:
+        le = raw[1::2].count(0) > raw[::2].count(0)
+        return "UTF-16 without a byte-order mark", "utf-16-le" if le else "utf-16-be"
+    try:
+        raw.decode("cp1252")
+        return "Windows-1252 (Latin-1 with curly quotes, a Windows editor's default)", "cp1252"
+    except UnicodeDecodeError:
+        return "Latin-1 (ISO-8859-1) or another 8-bit encoding", "latin-1"
+
+
+def syntax_finding(e: SyntaxError) -> Finding:
+    where = f"line {e.lineno}, column {e.offset}" if e.lineno and e.offset else (
+        f"line {e.lineno}" if e.lineno else "somewhere in the file")
+    evidence = f"{type(e).__name__}: {e.msg} at {where}" + _pointed(e)
+    return findings.make("syntax-error", evidence, line=e.lineno, score=1.0)
+
+
+def _pointed(e: SyntaxError) -> str:
+    """The line itself, and a caret under the column."""
+    text = (e.text or "").rstrip("\r\n").expandtabs()
+    if not text.strip():
+        return ""
+    shown = text.strip()
+    lead = len(text) - len(text.lstrip())
+    out = f"\n    {sandbox.excerpt(shown)}"
+    if e.offset and 0 <= e.offset - 1 - lead <= min(len(shown), sandbox.LINE_WIDTH):
+        same_line = e.end_lineno == e.lineno and e.end_offset and e.end_offset > e.offset
+        width = min(e.end_offset - e.offset, len(shown)) if same_line else 1
+        out += "\n    " + " " * (e.offset - 1 - lead) + "^" * max(1, width)
+    return out
+
+
+def _where_byte(raw: bytes, byte: bytes) -> tuple[int | None, str]:
+    pos = raw.find(byte)
+    if pos < 0:
+        return None, ""
+    line, column = _line_column(raw, pos)
+    return line, f" (line {line}, column {column})"
+
+
+def _line_column(raw: bytes, pos: int) -> tuple[int, int]:
+    return raw.count(b"\n", 0, pos) + 1, pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+
+
+def _nothing_defined(source: str, tag: str) -> Finding:
+    from attn_drill.judge.specs import SPECS  # here: the specs import torch-heavy modules
+
+    name = getattr(SPECS.get(tag), "name", "the exercise's code")
+    what = "empty" if not source.strip() else "only comments: it has no code yet"
+    return findings.make("missing-name", f"the file is {what}, so nothing in it defines {name}", score=1.0, name=name)
+
+
+# --- exceptions ------------------------------------------------------------------------------------------
+
+def user_line(exc: BaseException, path: Path) -> tuple[int | None, str]:
+    """The last line of the user's file in the traceback, and its text."""
+    target = str(path.resolve())
+    line, text = None, ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == target or str(Path(frame.filename).resolve()) == target:
+            line, text = frame.lineno, (frame.line or "").strip()
+    return line, text
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: first line of the message`, and for the exceptions that are about the process, the reason."""
+    try:
+        msg = str(exc).strip().splitlines()
+    except BaseException:  # noqa: BLE001 - a user's exception whose __str__ itself raises
+        msg = ["(its message cannot be shown: turning it into text raised another exception)"]
+    first = msg[0] if msg else ""
+    if len(first) > 300:
+        first = first[:300] + "..."
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    why = reason(exc, first)
+    return f"{text} ({why})" if why else text
+
+
+def reason(exc: BaseException, message: str) -> str:
+    """Why an exception happened, in words, when the type alone does not say it."""
+    if isinstance(exc, SystemExit):
+        return f"your code called sys.exit({exc.code!r}); a checked file must not end the program"
+    if isinstance(exc, KeyboardInterrupt):
+        return "raised by your code, or by a SIGINT it sent itself; nobody pressed Ctrl-C"
+    if isinstance(exc, RecursionError):
+        return "a function that calls itself with no way out"
+    if isinstance(exc, MemoryError) or "can't allocate memory" in message:
+        return f"ran out of memory: the check allows your code {sandbox.MEMORY_CAP_GIB} GiB"
+    if isinstance(exc, EOFError):
+        return "your code reads from stdin (input()), and a check has no keyboard: its stdin is closed"
+    if isinstance(exc, OSError) and exc.errno == 27:  # EFBIG: the file-size cap on the output
+        return f"your code printed more than {sandbox.OUTPUT_CAP >> 20} MiB"
+    return ""
+
+
+def exception_finding(exc: BaseException, path: Path, when: str, score: float = 1.0) -> Finding:
+    line, text = user_line(exc, path)
+    where = f"\n    your line {line}: {text}" if line else ""
+    return findings.make("exception", f"{describe(exc)} {when}{where}", line=line,
+                         score=score, type=type(exc).__name__)

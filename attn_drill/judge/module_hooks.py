@@ -1,0 +1,80 @@
+"""Where does an attention module (mha, mha-fused, gqa) first go wrong? Forward hooks on the layers the
+contract names, compared with the reference: the input projections' outputs, then what W_o receives.
+
+The spec (a ModuleSpec) says what each layer should give: `projected(case)` (input layer -> its expected
+output) and `merged(case)` (the heads merged back, what W_o should receive).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attn_drill.judge.compare import closeness
+
+
+def capture(check, case) -> dict[str, tuple]:
+    """Run the user's module on `case` with hooks: {layer name: (its input, its output)} for layers that ran."""
+    seen: dict[str, tuple] = {}
+    try:
+        module, bad = check.spec.build(check.target, case, torch.float64)
+        if bad:
+            return seen
+        handles = [getattr(module, n).register_forward_hook(_record(seen, n)) for n in check.spec.layers]
+        try:
+            with torch.no_grad():
+                check.spec.call(check.target, case, module=module)
+        finally:
+            for h in handles:
+                h.remove()
+    except BaseException:  # noqa: BLE001 - the caller already reports the exception itself
+        pass
+    return seen
+
+
+def locate(check) -> str:
+    spec, case = check.spec, check.cases[0]
+    seen = capture(check, case)
+    want = spec.projected(case)
+    good = [n for n, w in want.items() if n in seen and closeness(seen[n][1], w) < 1e-6]
+    missing = [n for n in spec.layers if n not in seen]
+    parts = []
+    if good:
+        parts.append(f"{', '.join(good)} give{'s' if len(good) == 1 else ''} the reference's outputs")
+    if missing:
+        parts.append(f"{', '.join(missing)} never ran")
+    if "W_o" in seen:
+        y, got = spec.merged(case), seen["W_o"][0]
+        if got.shape != y.shape:
+            parts.append(f"the input to W_o is {tuple(got.shape)}, expected {tuple(y.shape)}")
+        elif closeness(got, y) < 1e-6:
+            parts.append("the input to W_o matches, so the difference comes after it")
+        else:
+            B, T, D = y.shape
+            H = case.dims["H"]
+            blocks = (got - y).abs().reshape(B, T, H, D // H).amax(-1) > 1e-6  # (B, T, H): which blocks differ
+            parts.append(f"the input to W_o differs in {int(blocks.sum())} of {blocks.numel()} (batch, position, head) "
+                         f"blocks ({case.label})")
+    return "; ".join(parts) if parts else "no layer ran"
+
+
+def merge_is_permuted(check) -> str | None:
+    """W_o receives exactly the right numbers, rearranged: the heads are merged in the wrong order."""
+    case = check.cases[0]
+    seen = capture(check, case)
+    if "W_o" not in seen:
+        return None
+    got, want = seen["W_o"][0], check.spec.merged(case)
+    if got.shape != want.shape or closeness(got, want) < 1e-6:
+        return None
+    B = want.size(0)
+    if closeness(got.reshape(B, -1).sort(-1).values, want.reshape(B, -1).sort(-1).values) > 1e-9:
+        return None
+    return (f"W_o receives exactly the values of the correctly merged heads, in another order ({case.label}): "
+            "attention is right, the merge rearranges it")
+
+
+def _record(seen: dict, name: str):
+    def hook(module, inputs, output):
+        if name not in seen and inputs and isinstance(inputs[0], torch.Tensor):
+            seen[name] = (inputs[0].detach().double(), output.detach().double())
+    return hook

@@ -1,0 +1,223 @@
+"""The later stages' probes: return type, empty rows, inputs written in place, gradients, dtypes, device."""
+
+from __future__ import annotations
+
+import torch
+
+from attn_drill import findings
+from attn_drill.judge import calls, load
+from attn_drill.judge.compare import TOL, diff, where
+from attn_drill.report import FAIL, PASS, WARN
+
+
+def return_type(spec, o: calls.Outcome):
+    r = o.result
+    if o.outputs is not None:
+        return None
+    if isinstance(r, torch.Tensor):
+        kind = "a bare tensor" if len(spec.outputs) > 1 else "a tensor"
+        got = f"{kind} of shape {tuple(r.shape)} and dtype {str(r.dtype).replace('torch.', '')}"
+    elif isinstance(r, (tuple, list)):
+        got = f"a {type(r).__name__} of {len(r)}: " + ", ".join(type(t).__name__ for t in r)
+    else:
+        got = "None" if r is None else f"a {type(r).__module__}.{type(r).__name__}"
+    name = o.case.config.get("fn", spec.name)  # masks: one file, three functions
+    return findings.make("wrong-return-type", f"returned {got} ({o.case.label})", score=1.5,
+                         name=name, expected=spec.expected_return())
+
+
+def empty_row(check):
+    """A query that sees no key may give zeros, uniform weights or NaN; NaN earns a warning."""
+    spec = check.spec
+    case = spec.empty_row_case(torch.Generator().manual_seed(check.seed))
+    if case is None:
+        return None
+    o = calls.run(spec, check.target, case, check.path)
+    check.guard(o)
+    if o.outputs is None:
+        return None
+    if any(not bool(torch.isfinite(t).all()) for t in o.outputs):
+        return findings.make("nan-on-empty-row", f"NaN in the output for the query with no visible key ({case.label})",
+                             score=1.0)
+    return None
+
+
+def inputs_modified(check, failed: bool):
+    """Inputs written in place by the user's code (the checker hands it copies, so it can tell).
+
+    In self-attention one tensor is query, key and value at once: writing into it changes the keys too.
+    When the only failing cases are such ones, the write is the mistake, and an error."""
+    for o in check.outcomes:
+        for name, given in o.inputs.items():
+            original = o.case.inputs.get(name)
+            if isinstance(given, torch.Tensor) and original is not None and not torch.equal(given, original):
+                evidence = f"{name} changed during the call ({o.case.label})"
+                bad = [c for c, r in zip(check.outcomes, check.refs) if not _matches(c, r)]
+                if failed and bad and all(_aliased(c) for c in bad):
+                    return findings.make(
+                        "input-modified", evidence + "; the cases that fail are exactly those where query, key and "
+                        "value are one tensor (self-attention), so the write changed the keys and values too",
+                        score=1.2, level="error")
+                return findings.make("input-modified", evidence, score=1.0)
+    return None
+
+
+def _aliased(o) -> bool:
+    x = list(o.case.inputs.values())
+    return any(a is not None and any(a is b for b in x[i + 1:]) for i, a in enumerate(x))
+
+
+def _matches(o, ref) -> bool:
+    return o.outputs is not None and all(diff(a, b, TOL[torch.float64]).ok for a, b in zip(o.outputs, ref))
+
+
+def _loss_weights(outputs, seed):
+    gen = torch.Generator().manual_seed(seed + 1)
+    return [torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in outputs]
+
+
+def gradients(check):
+    """backward runs, and every input and parameter gets the reference's gradient."""
+    spec, case = check.spec, check.cases[0]
+    if not spec.differentiable:
+        return PASS, "not applicable: the outputs are booleans"
+    o = calls.run(spec, check.target, case, check.path, grad=True)
+    check.guard(o)
+    ref, ref_module, ref_x = spec.reference(case, grad=True)
+    ref = spec.unpack(ref)
+    if o.outputs is None:
+        return _grad_warning(check, f"the call with gradients on raised {load.describe(o.error)}" if o.error
+                             else "the call with gradients on returned something else", o, o.error)
+    gs = _loss_weights(ref, check.seed)
+    try:
+        loss = sum((t.double() * g).sum() for t, g in zip(o.outputs, gs))
+        loss.backward()
+    except BaseException as e:  # noqa: BLE001
+        return _grad_warning(check, f"backward raised {load.describe(e)}", o, e)
+    sum((t * g).sum() for t, g in zip(ref, gs)).backward()
+    mine, want = spec.grad_inputs(o.inputs, o.module), spec.grad_inputs(ref_x, ref_module)
+    for name, tensor in mine.items():
+        if tensor.grad is None:
+            return _grad_warning(check, f"{name} gets no gradient ({case.label})", o)
+        d = diff(tensor.grad, want[name].grad, TOL[torch.float64])
+        if not d.ok:
+            return _grad_warning(check, f"the gradient of {name} differs: max abs error {d.max_abs:.3g} ({case.label})", o)
+    return PASS, f"backward runs; the gradients of {', '.join(mine)} match"
+
+
+def _grad_warning(check, evidence, o, exc=None):
+    line = load.user_line(exc, check.path)[0] if exc else None
+    check.add(findings.make("backward-fails", evidence, line=line, score=1.0))
+    return WARN, evidence
+
+
+def dtypes(check):
+    spec, case = check.spec, check.cases[0]
+    if not spec.float_inputs:
+        return PASS, "not applicable: the inputs are integers"
+    notes, warned = [], False
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        label = str(dtype).replace("torch.", "")
+        o = calls.run(spec, check.target, case, check.path, dtype=dtype)
+        check.guard(o)
+        if o.error is not None:
+            msg = str(o.error)
+            if "overflow" in msg and dtype == torch.float16:
+                check.add(findings.make("mask-fill-overflow", f"in float16: {load.describe(o.error)}",
+                                        line=load.user_line(o.error, check.path)[0], score=1.0))
+                warned = True
+                notes.append(f"{label}: raised (overflow)")
+                continue
+            check.add(load.exception_finding(o.error, check.path, f"in {label} ({case.label})", score=1.0))
+            return FAIL, f"{label}: raised {load.describe(o.error)}"
+        if o.outputs is None:
+            check.add(return_type(spec, o))
+            return FAIL, f"{label}: wrong return type"
+        ref = spec.unpack(spec.reference(case, dtype)[0])
+        for name, got, want in zip(spec.outputs, o.outputs, ref):
+            if got.dtype != dtype:
+                check.add(findings.make("dtype-not-preserved", f"{name} is {str(got.dtype).replace('torch.', '')} "
+                                        f"for {label} inputs", score=1.0, expected=label))
+                warned = True
+            if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
+                check.add(findings.make("nan-output", f"{name} has NaN or inf in {label} ({case.label})", score=1.0))
+                return FAIL, f"{label}: NaN or inf in {name}"
+            d = diff(got, want, TOL[dtype])
+            if not d.ok:
+                check.add(findings.make(
+                    "values-mismatch", f"in {label}, {name} differs at ({where(d.index, spec.axes[name])}): yours "
+                    f"{d.got:.4g}, expected {d.want:.4g} (max abs error {d.max_abs:.3g}, tolerance {TOL[dtype].atol:g})",
+                    score=0.5))
+                return FAIL, f"{label}: {name} out of tolerance"
+        notes.append(f"{label}: ok")
+    return (WARN if warned else PASS), "; ".join(notes)
+
+
+def device(check):
+    """Run the first case on the meta device: tensors with shapes and devices but no numbers. A tensor the code
+    makes on the default device (no device=) then meets the meta inputs and raises, or an output comes back
+    elsewhere: on a GPU the same code would fail the same way. Where CUDA is present, run there too."""
+    spec, case = check.spec, check.cases[0]
+    o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
+    check.guard(o)
+    found = _device_finding(check, o, "meta")
+    if found:
+        check.add(found)
+        return WARN, found.evidence
+    note = ("every tensor your code makes follows the inputs' device (run on the meta device)" if o.error is None
+            else f"the meta device cannot run your code ({load.describe(o.error)}): not a mistake, nothing to see")
+    if torch.cuda.is_available():
+        o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="cuda")
+        check.guard(o)
+        found = _device_finding(check, o, "cuda") or _cuda_values(check, o)
+        if found:
+            check.add(found)
+            return (FAIL if found.level == "error" else WARN), found.evidence
+        note += "; it runs on CUDA and matches"
+    return PASS, note
+
+
+READS = {"tolist", "item", "numpy", "__int__", "__float__", "__bool__", "__index__", "__len__", "__iter__"}
+
+
+def _device_finding(check, o: calls.Outcome, dev: str):
+    """device-mismatch when the run raised about devices or returned a tensor on another device."""
+    made = o.tracer.off_device if o.tracer else []
+    said = f"; torch.{made[0][0]}(...) at your line {made[0][1]} makes a tensor with no device=" if made else ""
+    if o.error is not None:
+        msg = str(o.error)
+        # "copy out of meta": a meta tensor written into one made on the CPU (on a GPU that copy succeeds and
+        # the result stays on the CPU) -- unless the code only read values out (.tolist(), .item()), fine on a GPU
+        last = o.tracer.calls[-1][0] if o.tracer and o.tracer.calls else ""
+        copied = "copy out of meta" in msg and last not in READS
+        if "device" not in msg.lower() and not copied:
+            return None  # e.g. .item() on meta: the meta device cannot run it, which says nothing about devices
+        line = load.user_line(o.error, check.path)[0] or (made[0][1] if made else None)
+        return findings.make("device-mismatch", f"with inputs on the {dev} device: {load.describe(o.error)}{said}",
+                             line=line, score=1.0)
+    if o.outputs is None:
+        return None
+    for name, t in zip(check.spec.outputs, o.outputs):
+        if t.device.type != dev:
+            return findings.make("device-mismatch", f"with inputs on the {dev} device, {name} comes back on "
+                                 f"{t.device.type}{said}", line=made[0][1] if made else None, score=1.0)
+    if made:  # matmul, einsum and indexing accept a CPU operand on meta; on a GPU most of them raise
+        op, line = made[0]
+        return findings.make("device-mismatch", f"with inputs on the {dev} device, torch.{op}(...) at your line "
+                             f"{line} still makes its tensor on the CPU (no device=), and it is never moved",
+                             line=line, score=1.0)
+    return None
+
+
+def _cuda_values(check, o: calls.Outcome):
+    if o.error is not None:
+        return load.exception_finding(o.error, check.path, "on CUDA", score=1.0)
+    if o.outputs is None:
+        return return_type(check.spec, o)
+    ref = check.spec.unpack(check.spec.reference(o.case, torch.float32)[0])
+    for name, got, want in zip(check.spec.outputs, o.outputs, ref):
+        d = diff(got, want, TOL[torch.float32])
+        if not d.ok:
+            return findings.make("values-mismatch", f"on CUDA (float32), {name} differs: max abs error "
+                                 f"{d.max_abs:.3g} ({o.case.label})", score=0.5)
+    return None

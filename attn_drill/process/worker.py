@@ -1,0 +1,165 @@
+"""The process that imports torch (once) and checks each file in turn.
+
+Run by runner.py as `python -m attn_drill.process.worker FD SPEC_JSON`; it writes one JSON event per line
+to file descriptor FD: {"event": "start"}, {"event": "stage"}, {"event": "report"}. The user's prints go
+to this process's stdout, which sandbox.py keeps per file and puts in the report (its first and last lines).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+CHANNEL_LOST = 70  # the exit status that tells the runner the report channel was taken away
+
+
+def main(argv: list[str]) -> int:
+    out = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
+    spec = json.loads(argv[2])
+    dumps, me = json.dumps, os.getpid()  # captured before any user code runs
+
+    def send(event: dict) -> None:
+        if os.getpid() != me:  # a copy made by os.fork() in the user's code: only the worker itself reports
+            os._exit(0)
+        try:
+            out.write(dumps(event) + "\n")
+            out.flush()
+        except (OSError, ValueError):  # the user's code closed or replaced the channel: say so by the exit status
+            os._exit(CHANNEL_LOST)
+
+    prepare_torch()  # the one slow import, paid before any clock starts
+
+    from attn_drill.process import sandbox, tamper
+    from attn_drill.judge.engine import check_file
+
+    sandbox.confine(spec.get("fault_fd"))
+    guard = Guard(tamper.snapshot(), tamper.changed_since)
+    for index, job in enumerate(spec["jobs"]):
+        send({"event": "start", "index": index})
+        sandbox.begin_job()
+        report = run_job(job, spec["seed"], check_file,
+                         emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
+        guard.verify(report)
+        report.output = sandbox.job_output()
+        send({"event": "report", "report": report.to_wire()})
+    out.close()
+    # Leave at once: atexit handlers, finalizers and non-daemon threads of the user's code never run or wait.
+    os._exit(0)
+
+
+_prepared = False
+
+
+def prepare_torch() -> None:
+    """Import torch and set it up for the checks, once per process (a warm server's forked children inherit it)."""
+    global _prepared
+    if _prepared:
+        return
+    import torch
+
+    keep_dynamo_out()
+    torch.set_num_threads(1)  # tiny tensors: threads only cost start-up time (and no thread pool to break on fork)
+    _prepared = True
+
+
+def keep_dynamo_out() -> None:
+    """Stop the meta device's Python kernels from importing torch._dynamo (0.7 s) on first use.
+
+    Many of them are wrapped in torch._compile._disable_dynamo, which imports dynamo on the first call only
+    to wrap the function in "dynamo disabled". The checker never compiles, so resolving each wrapper to its
+    plain function is harmless. If torch changes this layout, nothing breaks: the first meta call is slower.
+    """
+    import types
+
+    import torch._compile
+
+    code = torch._compile._disable_dynamo(lambda: None).__code__
+    if "fn" not in code.co_freevars:
+        return
+    slot = code.co_freevars.index("fn")
+    prefixes = ("torch._refs", "torch._prims", "torch._decomp", "torch._meta_registrations")
+    todo = [obj for name, mod in list(sys.modules.items()) if name.startswith(prefixes)
+            for obj in list(vars(mod).values()) if isinstance(obj, types.FunctionType)]
+    seen = set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        if fn.__code__ is code:
+            inner = fn.__closure__[slot].cell_contents
+            inner.__dynamo_disable = inner
+        wrapped = getattr(fn, "__wrapped__", None)
+        cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        todo += [f for f in [wrapped, *cells] if isinstance(f, types.FunctionType)]
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+class Guard:
+    """The last word on tampering, with the snapshot and the check taken before any user code ran."""
+
+    def __init__(self, snap, changed_since):
+        self.snap, self.changed_since = snap, changed_since
+
+    def verify(self, report) -> None:
+        changed = self.changed_since(self.snap)
+        if changed:
+            from attn_drill.process import tamper
+
+            report.findings.append(tamper.finding(changed, "your code replaced", " (seen after the check ended)"))
+
+
+def run_job(job: dict, seed: int, check_file, emit):
+    """One file's report, whatever escapes the engine."""
+    stages = []
+
+    def emit_and_keep(stage):
+        stages.append(stage)
+        emit(stage)
+
+    try:
+        return check_file(Path(job["path"]), job["exercise"], seed, emit=emit_and_keep)
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        return escaped(job, seed, stages, e)
+
+
+def escaped(job: dict, seed: int, stages: list, exc: BaseException):
+    """An exception the engine did not catch: the user's when it passed through their file, else ours."""
+    from attn_drill.judge import load
+    from attn_drill.report import partial_report
+
+    path = Path(job["path"])
+    line, _ = load.user_line(exc, path)
+    if line is None:
+        return internal_error(job, seed, exc, stages)
+    report = partial_report(job["exercise"], path, seed, stages, f"your code raised {load.describe(exc)}")
+    report.findings.append(load.exception_finding(exc, path, "while the checker was looking at your code"))
+    return report
+
+
+def internal_error(job: dict, seed: int, exc: BaseException, stages=()):
+    import traceback
+
+    from attn_drill import findings
+    from attn_drill.judge import load
+    from attn_drill.report import partial_report
+
+    report = partial_report(job["exercise"], job["path"], seed, list(stages), "the checker itself failed")
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (in {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    report.findings.append(findings.make("internal-error", f"{load.describe(exc)}{where}", score=3.0))
+    return report
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
