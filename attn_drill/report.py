@@ -40,6 +40,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
     output: str = ""  # what the user's code printed (stdout and stderr), its first and last lines
+    confinement: str = ""  # what of the sandbox was NOT in force for this check, in words; "" when all was
 
     @property
     def passed(self) -> bool:
@@ -69,13 +70,14 @@ class Report:
             "stages": [asdict(s) for s in self.stages],
             "findings": findings,
             "output": self.output,
+            "confinement": self.confinement,
         }
 
     @classmethod
     def from_wire(cls, d: dict) -> "Report":
         """Rebuild a report from the worker's JSON (which keeps score and picture)."""
         r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0),
-                output=str(d.get("output", "")))
+                output=str(d.get("output", "")), confinement=str(d.get("confinement", "")))
         r.stages = [Stage(**s) for s in d.get("stages", [])]
         r.findings = [Finding(**f) for f in d.get("findings", [])]
         r.sort_findings()
@@ -90,6 +92,7 @@ class Report:
             "stages": [asdict(s) for s in self.stages],
             "findings": [asdict(f) for f in self.findings],
             "output": self.output,
+            "confinement": self.confinement,
         }
 
 

@@ -39,14 +39,13 @@ def load(path: Path, tag: str) -> tuple[object | None, Finding | None]:
 
     spec = importlib.util.spec_from_file_location(f"attn_drill_user_{tag}", path)
     module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))  # the user's own helper modules next to the file
+    # The file's own folder comes first, as for a script: its helper modules import, also from inside a
+    # function called later. The worker checks this one file only, so no other file sees them.
+    sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
         return None, exception_finding(e, path, "while importing the file")
-    finally:
-        if sys.path and sys.path[0] == str(path.parent):
-            sys.path.pop(0)
     return module, None
 
 

@@ -1,34 +1,46 @@
-"""Run the worker process, watch the clock, and turn hangs and crashes into reports. No torch here.
+"""Check each file in a process of its own, watch the clock, and turn hangs and crashes into reports. No torch here.
 
 Whatever the user's code does (loops forever, segfaults, calls os._exit, closes or scribbles on the
-worker's report channel, leaves threads or children behind), each job ends in one Report within its time
-limit: the worker runs in its own session and the whole process group is killed when we are done.
+worker's report channel, leaves threads or children behind, sets itself free with setsid), each file
+ends in one Report within its time limit, and nothing it did reaches the next file:
+
+- one process per file, with its own report channel and its own empty scratch folder as its working
+  directory. A batch forks them from a warm process that imported torch once (warm.py), one file alone
+  gets a cold worker (spawn.py);
+- each worker leads a process group of its own, killed when the file is done; the CLI is a child
+  subreaper, so a grandchild that escaped with setsid is handed to us and killed too (orphans.py);
+- a worker dies with the CLI (PR_SET_PDEATHSIG, set by the worker itself).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import queue
 import random
 import re
+import secrets
 import select
+import shutil
 import signal
-import subprocess
-import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from attn_drill import findings
-from attn_drill.process import sandbox
-from attn_drill.process.worker import CHANNEL_LOST  # the worker module imports no torch at its top
+from attn_drill.process import orphans, sandbox, warm
+from attn_drill.process.spawn import STARTUP_LIMIT, kill, spawn_worker, stop
+from attn_drill.process.worker import CHANNEL_LOST, signer  # the worker module imports no torch at its top
 from attn_drill.report import STAGES, Report, Stage, partial_report
 
 DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported
-STARTUP_LIMIT = 120.0  # importing torch on a cold disk can be slow; this only guards against a wedged start
-EXIT_GRACE = 2.0  # seconds a worker that closed its channel gets to exit before it is killed
+MAX_TIMEOUT = 3600.0  # the largest --timeout a check accepts
+MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 
 
 @dataclass
@@ -39,76 +51,136 @@ class Job:
 
 def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
                spawn=None) -> Iterator[Report]:
-    """Check each job's file; yield one Report per job, in order. `spawn` starts the worker: by default
-    `spawn_worker`, a new process; process/warm.py's WarmPool.spawn forks one from a warm process."""
+    """Check each job's file in a process of its own; yield one Report per job, in order.
+
+    `spawn` starts that process; by default a cold worker for one file, and for several a child forked
+    from warm processes (warm.WarmPool.spawn) that import torch once for the whole batch."""
     if seed is None:
         seed = random.randrange(10_000)
-    pending = list(jobs)
-    while pending:
-        done = yield from _run_worker(pending, seed, timeout, spawn or spawn_worker)
-        pending = pending[done:]
+    orphans.become_subreaper()  # setsid'ed grandchildren come back to us, to be killed
+    if spawn is None and len(jobs) > 1 and warm.available():
+        yield from _batch(jobs, seed, timeout)
+        return
+    for job in jobs:
+        yield check_one(job, seed, timeout, spawn or spawn_worker)
 
 
-def spawn_worker(spec: dict, fds: tuple[int, ...], log) -> subprocess.Popen:
-    """`python -m attn_drill.process.worker FD SPEC` with FD = fds[0], the event pipe. It inherits `fds` at the
-    same numbers (spec may name them), prints into `log`, and leads a process group of its own."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # no __pycache__ left beside the user's file
-    return subprocess.Popen(
-        [sys.executable, "-m", "attn_drill.process.worker", str(fds[0]), json.dumps(spec)],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        pass_fds=fds, env=env, start_new_session=True,
-    )
+def _batch(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
+    """Several files: a warm server per lane (a lane per core, up to 4), each forking one child per file;
+    the lanes run side by side and the reports come out in the jobs' order."""
+    lanes = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+                       MAX_LANES, len(jobs) // 4))
+    pools = [warm.WarmPool(sorted({j.exercise for j in jobs})) for _ in range(lanes)]
+    for pool in pools:
+        pool.start()  # here, in the thread that lives longest: a server dies with the thread that started it
+    free: queue.Queue = queue.Queue()
+    for pool in pools:
+        free.put(pool)
+
+    def one(job: Job) -> Report:
+        pool = free.get()
+        try:
+            return check_one(job, seed, timeout, pool.spawn)
+        finally:
+            free.put(pool)
+
+    with ThreadPoolExecutor(lanes, thread_name_prefix="attn-drill-lane") as lanes_:
+        futures = [lanes_.submit(one, job) for job in jobs]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            for future in futures:
+                future.cancel()
+            for pool in pools:
+                pool.close()  # its server kills a child still running: a lane still waiting returns at once
 
 
-def _run_worker(jobs: list[Job], seed: int, timeout: float, spawn) -> Iterator[Report]:
-    """One worker for as many jobs as it gets through; returns how many were reported."""
+_live: set[int] = set()  # the processes of checks in progress, in every lane, and the warm servers
+_live_lock = threading.Lock()
+
+
+def check_one(job: Job, seed: int, timeout: float, spawn) -> Report:
+    """One file in one fresh process: its report, or the verdict on how that process failed."""
+    known = orphans.children()  # ours before the check; any other child afterwards was adopted by us
+    scratch = tempfile.mkdtemp(prefix="attn-drill-check-")  # the only folder its code may write to
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile()  # the user's prints, and a crash's last words
     faults = tempfile.TemporaryFile()  # faulthandler's Python stack on a segfault or just before a timeout
-    spec = {"seed": seed, "fault_fd": faults.fileno(),
-            "jobs": [{"path": str(j.path), "exercise": j.exercise} for j in jobs]}
-    proc = spawn(spec, (write_fd, faults.fileno()), log)
-    os.close(write_fd)
-    reader = _Lines(read_fd)
-    reported, current, stages = 0, None, []
-    deadline = time.monotonic() + STARTUP_LIMIT
+    path = Path(os.path.abspath(job.path))  # the worker runs in the scratch folder
+    key = secrets.token_hex(16)  # signs the worker's events: see worker.signer
+    spec = {"seed": seed, "fault_fd": faults.fileno(), "scratch": scratch, "key": key, "parent": os.getpid(),
+            "jobs": [{"path": str(path), "exercise": job.exercise}]}
+    ooms = _oom_kills()
+    proc = None
     try:
-        while reported < len(jobs):
-            line = reader.next(deadline)
-            if line is _TIMEOUT:
-                if current is None:
-                    kill(proc)
-                    yield _worker_failed(jobs[reported], seed, "the checker did not start in time", log)
-                else:
-                    _ask_for_stack(proc, faults)  # the verdict is a timeout already, whatever happens next
-                    kill(proc)
-                    yield _timed_out(jobs[current], seed, stages, timeout, log, faults)
-                return reported + 1
-            event = _parse(line, len(jobs))
-            if event is None:  # the worker is gone, or something else wrote into its channel
-                stop(proc)
-                job = jobs[current if current is not None else reported]
-                yield _crashed(job, seed, stages, proc.returncode, log, faults, garbled=line is not None)
-                return reported + 1
-            kind = event["event"]
-            if kind == "start":
-                current, stages = event["index"], []
-                deadline = time.monotonic() + timeout
-            elif kind == "stage":
-                stages.append(event["stage"])
-            elif kind == "report":
-                yield event["report"]
-                reported, current = reported + 1, None
-                deadline = time.monotonic() + STARTUP_LIMIT
-        return reported
+        with _live_lock:  # a child started now in another lane is not an orphan of this check
+            proc = spawn(spec, (write_fd, faults.fileno()), log)
+            _live.add(proc.pid)
+            _live.update(_servers(spawn))
+        os.close(write_fd)
+        write_fd = None
+        report = _watch(proc, _Lines(read_fd, signer(key)), job, seed, timeout, log, faults, ooms)
+        report.file = str(job.path)
+        return report
     finally:
-        kill(proc)  # a worker done with its jobs may still hold threads or children of the user's code
-        reader.close()
+        if write_fd is not None:
+            os.close(write_fd)
+        if proc is not None:
+            kill(proc)  # a worker done with its file may still hold threads or children of the user's code
+        with _live_lock:
+            _live.discard(getattr(proc, "pid", None))
+            orphans.kill_adopted(known | _live | _servers(spawn))
+        os.close(read_fd)
         log.close()
         faults.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _parse(line, n_jobs: int) -> dict | None:
+def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms) -> Report:
+    """Read the worker's events until its report, a timeout, or its end."""
+    started, stages = False, []
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while True:
+        line = reader.next(deadline)
+        if line is _TIMEOUT:
+            if not started:
+                kill(proc)
+                return _worker_failed(job, seed, "the checker did not start in time", log)
+            _ask_for_stack(proc, faults)  # the verdict is a timeout already, whatever happens next
+            kill(proc)
+            return _timed_out(job, seed, stages, timeout, log, faults)
+        event = _parse(line)
+        if event is None:  # the worker is gone, or something else wrote into its channel
+            killed = stop(proc)
+            return _crashed(job, seed, stages, proc.returncode, log, faults, garbled=line is not None,
+                            killed_by_us=killed, oom=_oom_kills() > ooms)
+        kind = event["event"]
+        if kind == "start":
+            started, stages = True, []
+            deadline = time.monotonic() + timeout
+        elif kind == "stage":
+            stages.append(event["stage"])
+        elif kind == "report":
+            return event["report"]
+
+
+def _servers(spawn) -> set[int]:
+    """The warm server behind `spawn`, if any: it may have been (re)started during the check, and is ours."""
+    pool = getattr(spawn, "__self__", None)
+    return pool.pids() if isinstance(pool, warm.WarmPool) else set()
+
+
+def _oom_kills() -> int:
+    """How many processes the kernel's out-of-memory killer has killed since boot (Linux); 0 elsewhere."""
+    try:
+        with open("/proc/vmstat") as f:
+            return next((int(line.split()[1]) for line in f if line.startswith("oom_kill ")), 0)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _parse(line) -> dict | None:
     """An event from the worker, with its stage or report rebuilt; None for EOF or anything malformed."""
     if line is None:
         return None
@@ -116,8 +188,7 @@ def _parse(line, n_jobs: int) -> dict | None:
         event = json.loads(line)
         kind = event["event"]
         if kind == "start":
-            event["index"] = int(event["index"])
-            if not 0 <= event["index"] < n_jobs:
+            if event.get("index") != 0:
                 return None
         elif kind == "stage":
             event["stage"] = Stage(**event["stage"])
@@ -134,10 +205,11 @@ _TIMEOUT = object()
 
 
 class _Lines:
-    """Read newline-terminated lines from a pipe with a deadline."""
+    """Read the worker's signed lines from a pipe with a deadline. A line without the right signature is
+    not the worker's: it comes back as "" (garbage), which ends the check as a crash."""
 
-    def __init__(self, fd: int):
-        self.fd, self.buf = fd, b""
+    def __init__(self, fd: int, sign):
+        self.fd, self.buf, self.sign = fd, b"", sign
 
     def next(self, deadline: float):
         while b"\n" not in self.buf:
@@ -151,11 +223,9 @@ class _Lines:
             if not chunk:
                 return None
             self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line.decode("utf-8", "replace")
-
-    def close(self):
-        os.close(self.fd)
+        raw, self.buf = self.buf.split(b"\n", 1)
+        mac, _, line = raw.decode("utf-8", "replace").partition(" ")
+        return line if hmac.compare_digest(mac, self.sign(line)) else ""
 
 
 def _ask_for_stack(proc, faults, wait: float = 0.3) -> None:
@@ -171,24 +241,6 @@ def _ask_for_stack(proc, faults, wait: float = 0.3) -> None:
         if os.fstat(faults.fileno()).st_size > size:
             time.sleep(0.02)  # let it finish the dump
             return
-
-
-def kill(proc: subprocess.Popen) -> None:
-    """Kill the worker's whole process group: threads and children of the user's code go with it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        if proc.poll() is None:
-            proc.kill()
-    proc.wait()
-
-
-def stop(proc: subprocess.Popen, grace: float = EXIT_GRACE) -> None:
-    """The channel closed: let the worker finish dying (to learn how), then make sure of it."""
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        kill(proc)
 
 
 def _verdict(job: Job, seed: int, stages: list[Stage], log, faults, slug: str, detail: str, said: str,
@@ -215,14 +267,16 @@ SIGNAL_WORDS = {
     "SIGSEGV": "a segmentation fault: native code (ctypes, a C extension) touched memory it does not own",
     "SIGBUS": "a bus error: native code touched memory it does not own",
     "SIGABRT": "aborted: os.abort(), or native code that gave up",
-    "SIGKILL": "killed outright: most often by the system running out of memory",
     "SIGFPE": "an arithmetic fault in native code",
     "SIGILL": "an illegal instruction in native code",
     "SIGTERM": "terminated by a signal",
 }
 
 
-def how_it_ended(returncode: int | None) -> str:
+def how_it_ended(returncode: int | None, killed_by_us: bool = False, oom: bool = False) -> str:
+    """What is known of a worker's end, in words: never a guess at a cause that was not seen."""
+    if killed_by_us:
+        return "stopped answering and was killed by the checker"
     if returncode is None:
         return "stopped answering"
     if returncode < 0:
@@ -230,6 +284,10 @@ def how_it_ended(returncode: int | None) -> str:
             name = signal.Signals(-returncode).name
         except ValueError:
             return f"was killed by signal {-returncode}"
+        if name == "SIGKILL":
+            return ("was killed by SIGKILL from the system's out-of-memory killer: the machine ran out of memory"
+                    if oom else "was killed by SIGKILL, sent by your code itself or by another program "
+                    "(not the checker; the system's out-of-memory killer did not act)")
         why = SIGNAL_WORDS.get(name)
         return f"was killed by {name}" + (f" ({why})" if why else "")
     if returncode == CHANNEL_LOST:
@@ -239,8 +297,8 @@ def how_it_ended(returncode: int | None) -> str:
 
 
 def _crashed(job: Job, seed: int, stages: list[Stage], returncode: int | None, log, faults,
-             garbled: bool = False) -> Report:
-    how = how_it_ended(returncode)
+             garbled: bool = False, killed_by_us: bool = False, oom: bool = False) -> Report:
+    how = how_it_ended(returncode, killed_by_us, oom)
     if garbled:
         how = f"wrote something that is not the checker's into its report channel, and {how}"
     return _verdict(job, seed, stages, log, faults, "crash", f"the process running your code {how}", "at")

@@ -10,7 +10,11 @@ from a warm, pre-imported process must call it too), then `begin_job()` / `job_o
   instead of filling the disk;
 - stdout and stderr (fds 1 and 2) share one regular file, also held on a spare descriptor, so that a file
   which closes or redirects fd 1 cannot hide the next file's output; each job truncates it first;
-- faulthandler writes a segfault's Python stack to the runner's fault file, where it finds the user's line.
+- faulthandler writes a segfault's Python stack to the runner's fault file, where it finds the user's line;
+- with a scratch folder (a fresh empty one per check, made and removed by the runner): it becomes the
+  working directory and the temp folder, and landlock.py confines the process to it: files may be
+  written only there, no network, no signals to processes outside (Linux); and the worker dies with its
+  parent (orphans.py). `confine` returns what of that is NOT in force, in words ("" when all is).
 
 Where a limit is not available (another OS, a lower hard limit) the check goes on without it.
 """
@@ -28,10 +32,14 @@ _READ = 64 << 10  # bytes read from each end of a long output
 
 _spare = None  # a descriptor of the output file that user code does not know about
 _faults = None  # the fault file, kept open for faulthandler
+not_enforced = ""  # what confine() could not put in force, in words; "" when everything is
 
 
-def confine(fault_fd: int | None = None) -> None:
-    global _spare, _faults
+def confine(fault_fd: int | None = None, *, scratch: str | None = None, parent: int | None = None) -> str:
+    """Set every limit; with `scratch`, also confine the process to that folder (the last step: torch is
+    imported and every descriptor the worker writes to is open by then). `parent`: the pid that started
+    this process, if known (the worker exits at once if it is already gone). Returns `not_enforced`."""
+    global _spare, _faults, not_enforced
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -60,6 +68,27 @@ def confine(fault_fd: int | None = None) -> None:
         # dump_traceback_later watchdog reads the frames of a running thread and could segfault the worker
         # now and then, turning a timeout into a crash.)
         faulthandler.register(signal.SIGUSR1, file=_faults, all_threads=True)
+    not_enforced = "no scratch folder was given: files, network and other processes are not protected"
+    if scratch is not None:
+        not_enforced = _enclose(scratch, parent)
+    return not_enforced
+
+
+def _enclose(scratch: str, parent: int | None) -> str:
+    """The scratch folder as working and temp folder, then the walls (Landlock, seccomp, death with parent)."""
+    import tempfile
+
+    from attn_drill.process import landlock, orphans
+
+    try:
+        os.chdir(scratch)
+    except OSError:
+        pass  # gone already: landlock then leaves nothing writable, which is stricter, not looser
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = scratch
+    tempfile.tempdir = scratch
+    orphans.die_with_parent(parent)
+    return landlock.restrict(scratch)
 
 
 def memory_cap_bytes() -> int:

@@ -1,7 +1,7 @@
 """A warm worker: torch and the checker imported once, then one forked child per check.
 
 `watch` and `mock` check the same file again and again; paying torch's import (1-2 s) each time would
-make feedback slow. So a server process (`python -m attn_drill.process.warm`) imports everything, runs the
+make feedback slow. So a server process (spawn.python_command("warm")) imports everything, runs the
 checker once on the model answers (the first check in a process pays lazy set-up, ~0.3 s), and waits.
 For each check it FORKS a child: the child runs `worker.main` exactly as a cold worker would, so the
 user's code always starts from the same clean state, and whatever it breaks dies with the child.
@@ -28,9 +28,9 @@ import subprocess
 import sys
 import time
 
-from attn_drill.process import runner
+from attn_drill.process import spawn
 
-READY_LIMIT = runner.STARTUP_LIMIT  # importing torch on a cold disk can be slow
+READY_LIMIT = spawn.STARTUP_LIMIT  # importing torch on a cold disk can be slow
 REPLY_LIMIT = 10.0  # the server answers a job at once; longer means it is wedged
 
 
@@ -66,10 +66,10 @@ class WarmPool:
         except OSError:
             self.failed = True
             return
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTORCH_NVML_BASED_CUDA_CHECK="1")
+        env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "attn_drill.process.warm", str(theirs.fileno()), json.dumps(self.warm_up)],
+                spawn.python_command("warm", str(theirs.fileno()), json.dumps(self.warm_up)),
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # children: own logs
                 pass_fds=(theirs.fileno(),), env=env, start_new_session=True)
         except OSError:
@@ -96,7 +96,8 @@ class WarmPool:
         """runner's hook: a forked child of the warm server, or a cold worker if the server is unusable."""
         if self.wait_ready():
             try:
-                job = {"spec": spec, "fds": list(fds)}  # the numbers the worker expects them at
+                # the child's parent is the server: it dies with it (and the server with the CLI)
+                job = {"spec": dict(spec, parent=self.proc.pid), "fds": list(fds)}  # fds: the numbers it expects
                 socket.send_fds(self.sock, [json.dumps(job).encode()], [log.fileno(), *fds])
                 msg = self._recv(REPLY_LIMIT)
                 if isinstance(msg, dict) and "forked" in msg:
@@ -104,10 +105,14 @@ class WarmPool:
             except OSError:
                 pass
             self._give_up(for_good=False)
-        return runner.spawn_worker(spec, fds, log)
+        return spawn.spawn_worker(spec, fds, log)
+
+    def pids(self) -> set[int]:
+        """The server's pid, while there is one."""
+        return {self.proc.pid} if self.proc is not None else set()
 
     def close(self) -> None:
-        self._stop_server(grace=runner.EXIT_GRACE)  # closing the socket lets the server exit by itself
+        self._stop_server(grace=spawn.EXIT_GRACE)  # closing the socket lets the server exit by itself
         self.ready = False
 
     def _recv(self, limit: float):
@@ -137,9 +142,9 @@ class WarmPool:
             self.sock = None
         if self.proc is not None:
             if grace is None:
-                runner.kill(self.proc)
+                spawn.kill(self.proc)
             else:
-                runner.stop(self.proc, grace)
+                spawn.stop(self.proc, grace)
             self.proc = None
 
 
@@ -147,7 +152,7 @@ _QUIET = object()
 
 
 class WarmChild:
-    """The runner's view of a forked child: the few Popen methods runner._run_worker and runner.kill use."""
+    """The runner's view of a forked child: the few Popen methods the runner and spawn.kill use."""
 
     def __init__(self, pool: WarmPool, pid: int):
         self.pool, self.pid, self.returncode = pool, pid, None
@@ -197,6 +202,9 @@ def _killpg(pid: int) -> None:
 # -- the server side (imports torch) ---------------------------------------------------------------------
 def serve(sock: socket.socket, warm_up: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the CLI decides when we stop (by closing the socket)
+    from attn_drill.process import orphans
+
+    orphans.die_with_parent()  # a CLI killed outright takes the server, and so every child, with it
     import torch
 
     importlib.import_module("attn_drill.process.worker")  # imported here, once, not in each child
@@ -260,25 +268,31 @@ def _reap(sock: socket.socket, pid: int) -> int:
 
 
 def _warm_up(torch, exercise_ids: list[str]) -> None:
-    """Check the model answers once, so lazy set-up is paid here rather than in every child. CUDA is
-    hidden meanwhile: a process that has touched CUDA cannot fork a child that uses it."""
+    """Import the whole judge and check each exercise's model answer and skeleton once, so that lazy
+    set-up (imports, the paths a pass and a failure take) is paid here rather than in every child. CUDA
+    is hidden meanwhile: a process that has touched CUDA cannot fork a child that uses it."""
+    import pkgutil
+
+    import attn_drill.judge
     from attn_drill import catalogue
     from attn_drill.judge.engine import check_file
     from attn_drill.process.worker import prepare_torch
 
     prepare_torch()  # once, here: every forked child inherits it, and the worker's own call does nothing
-    real = torch.cuda.is_available
+    for module in pkgutil.walk_packages(attn_drill.judge.__path__, "attn_drill.judge."):
+        importlib.import_module(module.name)
+    real, path = torch.cuda.is_available, list(sys.path)
     torch.cuda.is_available = lambda: False
     try:
-        for exercise_id in exercise_ids:
-            ex = catalogue.get(exercise_id)
-            try:
-                if ex is not None and ex.reference.is_file():
-                    check_file(ex.reference, ex.id, 0)
-            except Exception:  # noqa: BLE001 - a warm-up that fails only makes the first check slower
-                pass
+        for ex in filter(None, map(catalogue.get, exercise_ids)):
+            for file in (ex.reference, ex.skeleton):
+                try:
+                    check_file(file, ex.id, 0)
+                except Exception:  # noqa: BLE001 - a warm-up that fails only makes the first check slower
+                    pass
     finally:
         torch.cuda.is_available = real
+        sys.path[:] = path  # loading a model answer put its folder on the path: no child may import from it
 
 
 def _child(sock: socket.socket, job: dict, fds: list[int]) -> None:

@@ -17,15 +17,19 @@ CHANNEL_LOST = 70  # the exit status that tells the runner the report channel wa
 
 
 def main(argv: list[str]) -> int:
+    """argv: [name, FD] with the spec on stdin (a cold worker: nothing of it shows in /proc/PID/cmdline),
+    or [name, FD, SPEC_JSON] (a warm server's child, whose command line is the server's)."""
     out = os.fdopen(int(argv[1]), "w", buffering=1, encoding="utf-8")
-    spec = json.loads(argv[2])
+    spec = json.loads(argv[2] if len(argv) > 2 else sys.stdin.read())
+    sign = signer(spec.pop("key", ""))
     dumps, me = json.dumps, os.getpid()  # captured before any user code runs
 
     def send(event: dict) -> None:
         if os.getpid() != me:  # a copy made by os.fork() in the user's code: only the worker itself reports
             os._exit(0)
         try:
-            out.write(dumps(event) + "\n")
+            line = dumps(event)
+            out.write(sign(line) + " " + line + "\n")
             out.flush()
         except (OSError, ValueError):  # the user's code closed or replaced the channel: say so by the exit status
             os._exit(CHANNEL_LOST)
@@ -35,7 +39,8 @@ def main(argv: list[str]) -> int:
     from attn_drill.process import sandbox, tamper
     from attn_drill.judge.engine import check_file
 
-    sandbox.confine(spec.get("fault_fd"))
+    # the last step before user code: from here on it may write only in the scratch folder (Linux)
+    confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
     guard = Guard(tamper.snapshot(), tamper.changed_since)
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
@@ -44,10 +49,21 @@ def main(argv: list[str]) -> int:
                          emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
         guard.verify(report)
         report.output = sandbox.job_output()
+        report.confinement = confinement  # what is not enforced, in words; "" when all is
         send({"event": "report", "report": report.to_wire()})
     out.close()
     # Leave at once: atexit handlers, finalizers and non-daemon threads of the user's code never run or wait.
     os._exit(0)
+
+
+def signer(key: str):
+    """Each event line goes out with its HMAC under a key only the runner and this process know, so a line
+    the user's code writes into the channel (the descriptor is easy to find) is never taken for ours."""
+    import hashlib
+    import hmac
+
+    secret, new, sha256 = key.encode(), hmac.new, hashlib.sha256  # captured before any user code runs
+    return lambda line: new(secret, line.encode(), sha256).hexdigest()
 
 
 _prepared = False
