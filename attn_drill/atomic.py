@@ -1,4 +1,5 @@
-"""Write a file so that a reader sees the old content or the new, never half of it."""
+"""Write a file so that a reader sees the old content or the new, never half of it; move a damaged one
+aside (never over another); open the lock files that one process at a time holds."""
 
 from __future__ import annotations
 
@@ -55,3 +56,65 @@ def _move_to_new(path: Path, target: Path) -> bool:
         return True
     os.unlink(path)
     return True
+
+
+def is_regular(path: Path) -> bool | None:
+    """True for a plain file (or a link to one), False for anything else there (a folder, a pipe: set it
+    aside), None when nothing is there or it cannot be looked at (a path too long, no permission)."""
+    import stat
+
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return None
+
+
+def open_lock(path: Path) -> int | None:
+    """A descriptor on the lock file `path` for flock, the file created if missing; a folder or other
+    non-file in its place is set aside first (with a warning). None when it cannot be opened at all (a
+    read-only home, a full disk): the caller goes on unlocked, and its save will say what went wrong."""
+    for _ in range(2):
+        if is_regular(path) is False:
+            try:
+                aside = set_aside(path)
+            except OSError:
+                return None
+            from attn_drill.listing import warn
+
+            warn(f"{path} was not a file; moved it to {aside}.")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except IsADirectoryError:
+            continue  # made a folder since we looked: set it aside again
+        except OSError:
+            try:  # it exists but cannot be written (a read-only home): flock still works read-only
+                return os.open(path, os.O_RDONLY)
+            except OSError:
+                return None
+    return None
+
+
+def write_holder(fd: int) -> None:
+    """Write our pid into a lock we now hold, for the message a waiting process shows."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError:  # opened read-only: the lock still holds, only the pid is not shown
+        pass
+
+
+def clear_holder(fd: int) -> None:
+    try:
+        os.ftruncate(fd, 0)
+    except OSError:
+        pass
+
+
+def lock_holder(fd: int) -> str | None:
+    """The pid written in a lock file by its holder, if it wrote one."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return text if text.isdigit() else None

@@ -14,8 +14,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import List, Optional
 
-from attn_drill.commands import cmd_check, cmd_hint, cmd_list, cmd_reset, cmd_solution, cmd_start
+from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, cmd_check, cmd_hint, cmd_list, cmd_reset,
+                                 cmd_solution, cmd_start)
 from attn_drill.commands_practice import cmd_mock, cmd_stats, cmd_watch
+from attn_drill.listing import reset_warnings
 
 APP_HELP = ("Drill the attention coding round: write SDPA, multi-head attention, masks... by hand, "
             "and get told which mistake you made.")
@@ -34,6 +36,11 @@ COMMANDS = {  # name: one-line help, for typer's help and for the fast root help
 # Equal to attn_drill.judge.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
 # slow down --help. `check` reads the real one when it runs.
 DEFAULT_TIMEOUT_HELP = 10.0
+# The ranges are checked by the commands (commands.valid_seed, valid_number), not by typer's min=/max=:
+# theirs would print click's three-line usage block, and would let inf and nan through.
+SEED_HELP = "0 to 2**63-1"
+TIMEOUT_HELP = f"{TIMEOUT_RANGE[0]:g} to {TIMEOUT_RANGE[1]:g}"
+MINUTES_HELP = f"{MINUTES_RANGE[0]:g} to {MINUTES_RANGE[1]:g}"
 
 
 # -- the typer app ---------------------------------------------------------------------------------
@@ -46,7 +53,10 @@ def _complete_ids(incomplete: str) -> List[str]:
 def _fast_help_classes():
     """typer 0.29 coerces every parameter's value through a pydantic adapter (~0.1 s to import
     pydantic), bool values excepted; an absent --help flag has the value None, so `CMD --help` and
-    `--version` would pay it too. A False default makes it a bool."""
+    `--version` would pay it too. A False default makes it a bool.
+
+    The group also prints click's usage errors (a bad option, a value that is not a number) as ours:
+    one `error:` line and the help command, exit 2."""
     from typer.core import TyperCommand, TyperGroup
 
     class FastHelp:
@@ -56,7 +66,41 @@ def _fast_help_classes():
                 opt.default = False
             return opt
 
-    return type("Group", (FastHelp, TyperGroup), {}), type("Command", (FastHelp, TyperCommand), {})
+    class OneLineErrors:
+        def main(self, *args, **kwargs):
+            reset_warnings()
+            kwargs["standalone_mode"] = False  # click's errors come to us instead of being printed
+            try:
+                code = super().main(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - only click's own exceptions are handled below
+                _click_error(e)
+                raise
+            raise SystemExit(code if isinstance(code, int) else 0)
+
+    group = type("Group", (OneLineErrors, FastHelp, TyperGroup), {})
+    return group, type("Command", (FastHelp, TyperCommand), {})
+
+
+def _click_error(e: Exception) -> None:
+    """Print click's usage error our way and exit 2; anything else is left to the caller."""
+    import typer
+
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    if isinstance(e, typer.Abort):
+        sys.stderr.write("Aborted!\n")
+        raise SystemExit(1)
+    if not isinstance(e, usage_error):
+        if hasattr(e, "show") and hasattr(e, "exit_code"):  # click's other errors, in click's words
+            e.show()
+            raise SystemExit(e.exit_code)
+        return
+    if type(e).__name__ == "NoArgsIsHelpError":  # `attn-drill` alone: the help, as before
+        e.show()
+        raise SystemExit(e.exit_code)
+    from attn_drill.commands import _fail
+
+    where = e.ctx.command_path if e.ctx is not None else "attn-drill"
+    _fail(e.format_message(), f"try: {where} --help")
 
 
 @lru_cache(maxsize=1)
@@ -121,10 +165,10 @@ def get_app():
         as_json: Annotated[bool, typer.Option(
             "--json", help="Print the report as JSON (JSON Lines for several files).")] = False,
         seed: Annotated[Optional[int], typer.Option(
-            min=0, metavar="N", show_default=False, help="Seed for the random cases, to replay a check.")] = None,
+            metavar="N", show_default=False, help=f"Seed for the random cases, to replay a check ({SEED_HELP}).")] = None,
         timeout: Annotated[Optional[float], typer.Option(
-            min=0.1, metavar="SECONDS", show_default=False,
-            help=f"Time allowed per file (default {DEFAULT_TIMEOUT_HELP:g} s).")] = None,
+            metavar="SECONDS", show_default=False,
+            help=f"Time allowed per file (default {DEFAULT_TIMEOUT_HELP:g} s, {TIMEOUT_HELP}).")] = None,
     ) -> None:
         raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout))
 
@@ -144,10 +188,10 @@ def get_app():
         cmd_reset(exercise_id, yes)
 
     Seed = Annotated[Optional[int], typer.Option(
-        min=0, metavar="N", show_default=False, help="Seed for the random cases (default: a new one each check).")]
+        metavar="N", show_default=False, help=f"Seed for the random cases (default: a new one each check; {SEED_HELP}).")]
     Timeout = Annotated[Optional[float], typer.Option(
-        min=0.1, metavar="SECONDS", show_default=False,
-        help=f"Time allowed per check (default {DEFAULT_TIMEOUT_HELP:g} s).")]
+        metavar="SECONDS", show_default=False,
+        help=f"Time allowed per check (default {DEFAULT_TIMEOUT_HELP:g} s, {TIMEOUT_HELP}).")]
 
     @cmd("watch", "Watches the file of the exercise (the one started last if no ID) and shows the latest "
                   "report after each save. Each check runs your code in a fresh process. Ctrl-C stops.")
@@ -165,11 +209,11 @@ def get_app():
             "--exercise", "-e", metavar="ID", autocompletion=_complete_ids, show_default=False,
             help="The exercise (default: picked from your history).")] = None,
         minutes: Annotated[Optional[float], typer.Option(
-            min=0.1, metavar="N", show_default=False, help="Minutes on the clock (default: the target time).")] = None,
+            metavar="N", show_default=False, help=f"Minutes on the clock (default: the target time; {MINUTES_HELP}).")] = None,
         strict: Annotated[bool, typer.Option(
             "--strict", help="Whiteboard style: no hints, no feedback until one check at the end.")] = False,
         seed: Annotated[Optional[int], typer.Option(
-            min=0, metavar="N", show_default=False, help="Seed for the pick, the questions and the checks.")] = None,
+            metavar="N", show_default=False, help=f"Seed for the pick, the questions and the checks ({SEED_HELP}).")] = None,
         answers: Annotated[Optional[str], typer.Option(
             metavar="1,3,2", show_default=False,
             help="Answers to the follow-up questions, for scripts (no keyboard needed).")] = None,
@@ -250,5 +294,12 @@ def _plain(args: List[str], flags: set, options: set):
 
 
 def main() -> None:
-    if not _fast_path(sys.argv[1:]):
-        get_app()(prog_name="attn-drill")
+    reset_warnings()
+    try:
+        if not _fast_path(sys.argv[1:]):
+            get_app()(prog_name="attn-drill")
+    except BrokenPipeError:  # `attn-drill list | head -1`: the reader left, so there is nobody to tell
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush must not fail again
+        raise SystemExit(1)

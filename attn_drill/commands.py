@@ -3,17 +3,28 @@ command shares: usage errors (exit 2, one line and the command that would work),
 
 Plain functions, called by cli.py's typer app and by its fast path. Nothing here imports torch: `check` hands
 the files to a worker process (attn_drill.judge) and renders the reports it sends back.
+
+Bad input is a usage error before anything runs: option values out of range or not finite (the ranges
+below), paths the system cannot look up. Text from outside that these messages echo (file names, values)
+is escaped by listing.printable, so it shows rather than acts on the terminal.
 """
 
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional
+from typing import TYPE_CHECKING, Iterator, List, NoReturn, Optional
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
     from attn_drill.state import State
 
 EXIT_USAGE = 2
+EXIT_LOCKED = 2  # the progress file stayed locked by another process: nothing was done, as for a usage error
+SEED_MAX = 2**63 - 1  # what torch.Generator.manual_seed and SQLite's INTEGER (the history) both hold
+TIMEOUT_RANGE = (0.1, 3600.0)  # seconds per check: an hour is far past anything an exercise needs
+MINUTES_RANGE = (0.1, 240.0)  # a mock's clock: four hours is far past any target time
+SHOWN_PATH = 160  # characters of a path echoed in a message; a longer one is shortened in the middle
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -23,12 +34,60 @@ def _say(*parts, err: bool = False) -> None:
     render.say(render.console(stderr=err), *parts)
 
 
-def _fail(message: str, *more: str) -> NoReturn:
-    """A usage error: say what is wrong and what to do, exit 2."""
-    _say(("error: ", "bold red"), message, err=True)
+def _fail(message: str, *more: str, code: int = EXIT_USAGE) -> NoReturn:
+    """A usage error: say what is wrong and what to do (one line each, escaped), exit 2."""
+    from attn_drill.listing import printable
+
+    _say(("error: ", "bold red"), printable(message), err=True)
     for line in more:
-        _say(line, err=True)
-    raise SystemExit(EXIT_USAGE)
+        if line:
+            _say(printable(line), err=True)
+    raise SystemExit(code)
+
+
+def _show(path) -> str:
+    """A path for a message: escaped, and shortened in the middle when it is very long."""
+    from attn_drill.listing import printable
+
+    return printable(str(path), limit=SHOWN_PATH)
+
+
+# -- option values -----------------------------------------------------------------------------------
+def valid_seed(seed: Optional[int]) -> Optional[int]:
+    """The seed, or a usage error for one out of range (the history and torch hold 0 to 2**63-1)."""
+    if seed is None or 0 <= seed <= SEED_MAX:
+        return seed
+    _fail(f"--seed must be a whole number from 0 to {SEED_MAX} (2**63-1), not {_show(seed)}.",
+          _option_retry("--seed", None))
+
+
+def valid_number(option: str, value: Optional[float], bounds: tuple, unit: str) -> Optional[float]:
+    """The value, or a usage error for one out of `bounds` or not finite (inf and nan parse as floats)."""
+    import math
+
+    low, high = bounds
+    if value is None or (math.isfinite(value) and low <= value <= high):
+        return value
+    fix = f"{high:g}" if value > high else None  # too big: the most allowed; else the default
+    _fail(f"{option} must be a number from {low:g} to {high:g} {unit}, not {value:g}.", _option_retry(option, fix))
+
+
+def _option_retry(option: str, value: Optional[str]) -> str:
+    """The command the user typed with `option` set to `value` (left out when None), or "" if not found."""
+    import shlex
+
+    args, fixed, skip = sys.argv[1:], [], False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+        elif a == option and i + 1 < len(args):
+            skip = True
+            fixed += [option, value] if value is not None else []
+        elif a.startswith(option + "="):
+            fixed += [f"{option}={value}"] if value is not None else []
+        else:
+            fixed.append(a)
+    return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
 
 
 def _exercise(exercise_id: str) -> "Exercise":
@@ -71,8 +130,11 @@ def _quote(path: Path) -> str:
 
 
 def _current(st: "State", command: str) -> "Exercise":
-    """The exercise started last, for commands whose ID may be left out."""
-    if st.current is None:
+    """The exercise started last, for commands whose ID may be left out (one the catalogue no longer
+    has, from an older version or a hand-edited file, counts as none)."""
+    from attn_drill import catalogue
+
+    if st.current is None or catalogue.get(st.current) is None:
         _fail("no exercise started yet.",
               f"give one (attn-drill {command} ID), or start one: attn-drill start ID (attn-drill list shows the ids).")
     return _exercise(st.current)
@@ -84,6 +146,64 @@ def _nice(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def _kind(path: Path) -> str:
+    """"file", "dir", "missing" or "other" (a pipe, a device); a usage error for a path the system cannot
+    look up at all (too long, no permission), which Path.is_file would raise on."""
+    import errno
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte in it
+        return "missing"
+    except OSError as e:
+        if e.errno == errno.ENAMETOOLONG:
+            _fail(_too_long(path))
+        _fail(f"cannot look at {_show(path)}: {e.strerror or e}.")
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
+def _too_long(path: Path) -> str:
+    name = max(path.parts or ("",), key=lambda p: len(os.fsencode(p)))
+    if len(os.fsencode(name)) > 255:
+        return (f"a name in that path is {len(os.fsencode(name))} bytes long; file systems allow 255 "
+                f"({_show(name)}).")
+    whole = len(os.fsencode(os.path.abspath(path)))  # the system counts from the root
+    return f"that path is {whole} bytes long from the root; the system allows 4095 ({_show(path)})."
+
+
+def _is_file(path: Optional[Path]) -> bool:
+    from attn_drill.atomic import is_regular
+
+    return path is not None and is_regular(path) is True
+
+
+def _describe(e: OSError, path: Optional[Path] = None) -> str:
+    """An OSError in words, its path (or `path`, for errors that carry none) escaped and shortened."""
+    import errno
+
+    where = os.fsdecode(e.filename) if e.filename else path
+    if e.errno == errno.ENAMETOOLONG and where:
+        return _too_long(Path(where))
+    if e.strerror and where:
+        return f"could not write {_show(where)}: {e.strerror}"
+    return str(e)
+
+
+@contextmanager
+def _edit_state() -> Iterator["State"]:
+    """state.edit(), with a lock held too long by another process as one line and exit 2."""
+    from attn_drill import state
+
+    try:
+        with state.edit() as st:
+            yield st
+    except state.Locked as e:
+        who = f"process {e.pid}" if e.pid else "another process"
+        _fail(f"your progress file is locked by {who}; waited {state.LOCK_WAIT:g} s for {_show(e.path)} and "
+              "changed nothing (try again, or end that process if it is stuck).", code=EXIT_LOCKED)
 
 
 def _interactive() -> bool:
@@ -108,7 +228,7 @@ def cmd_list() -> None:
     st = state.load()
     sys.stdout.write(listing.table(catalogue.exercises().values(), st, history.progress(),
                                    colour=listing.use_colour()))
-    if st.current:
+    if catalogue.get(st.current or ""):
         print(f"current: {st.current}.  attn-drill check checks it, attn-drill hint gives a nudge.")
     else:
         print("Begin with attn-drill start ID, e.g. attn-drill start sdpa.")
@@ -118,11 +238,14 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
     from attn_drill import render, state, workspace
 
     ex = _exercise(exercise_id)
-    try:
-        written = workspace.write_skeleton(ex, workspace.practice_file(ex, folder), replace=force)
-    except (workspace.WorkspaceError, OSError) as e:
-        _fail(str(e))
-    with state.edit() as st:
+    with _edit_state() as st:  # locked first: if another process holds it, nothing is written
+        target = workspace.practice_file(ex, folder)
+        try:
+            written = workspace.write_skeleton(ex, target, replace=force)
+        except workspace.WorkspaceError as e:
+            _fail(str(e))
+        except OSError as e:
+            _fail(_describe(e, target))
         earlier = st.file(ex.id)
         st.record_start(ex.id, written.path, restart_clock=written.written)
     out, path = render.console(), _nice(written.path)
@@ -133,7 +256,7 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
     else:
         render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
                    " starts over, after a backup).")
-    if earlier and earlier != written.path and earlier.exists():
+    if earlier and earlier != written.path and _is_file(earlier):
         render.say(out, f"(your earlier file for {ex.id} is still at {earlier})")
     out.print()
     out.print(render.task(ex), soft_wrap=True)
@@ -152,29 +275,32 @@ def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
         path = st.file(ex.id)
         if path is None:
             _fail(f"{ex.id} has no file yet.", f"run attn-drill start {ex.id}, or give the file: attn-drill check PATH")
-        if not path.is_file():
-            _fail(f"the file for {ex.id}, {path}, is gone.",
+        if not _is_file(path):
+            _fail(f"the file for {ex.id}, {_show(path)}, is gone.",
                   f"attn-drill start {ex.id} writes a fresh skeleton; or give a PATH.")
         return [(path, ex)]
     jobs = []
     for f in files:
-        if f.is_dir():
+        kind = _kind(f)
+        if kind == "other":
+            _fail(f"{_show(f)} is not a regular file (a pipe or a device?); give your exercise file.")
+        if kind == "dir":
             inside = [p for p in sorted(f.glob("*.py")) if catalogue.from_filename(p)]
             if not inside:
-                _fail(f"{f} is a folder, with no exercise file in it.",
+                _fail(f"{_show(f)} is a folder, with no exercise file in it.",
                       f"give the file's path; attn-drill start ID --dir {_quote(f)} writes one there.")
-            _fail(f"{f} is a folder; give the exercise file inside it.",
+            _fail(f"{_show(f)} is a folder; give the exercise file inside it.",
                   _retry(f, inside[0]) or f"try: attn-drill check {_quote(inside[0])}")
-        if not f.is_file():
+        if kind == "missing":
             ex = forced or catalogue.from_filename(f)
-            near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if p and p.is_file()]
-            _fail(f"no such file: {f}", (_retry(f, near[0]) or f"try: attn-drill check {_quote(near[0])}") if near else
+            near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if _is_file(p)]
+            _fail(f"no such file: {_show(f)}", (_retry(f, near[0]) or f"try: attn-drill check {_quote(near[0])}") if near else
                   "give the path of your exercise file, or no path at all to check the exercise you started last "
                   "(attn-drill start ID writes one).")
         ex = forced or catalogue.from_filename(f)
         if ex is None:
             ids = list(catalogue.exercises())
-            _fail(f"cannot tell which exercise {f.name} is for: name it after one (my_{ids[0]}.py) or say which.",
+            _fail(f"cannot tell which exercise {_show(f.name)} is for: name it after one (my_{ids[0]}.py) or say which.",
                   f"try: attn-drill check {_quote(f)} --exercise {ids[0]}   (the exercises: {', '.join(ids)})")
         jobs.append((f.resolve(), ex))
     return jobs
@@ -185,6 +311,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     """Check the files; the exit status: 0 if all passed, 1 if not."""
     from attn_drill import state
 
+    seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     jobs = _jobs(files, exercise_id, state.load())
     from attn_drill import process as checker  # no torch on this side
 
@@ -207,15 +334,16 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
 
     out, results = render.console(), []
     for (path, ex), rep in _with_spinner(out, jobs, reports, enabled=not as_json):
-        took, best = _record(ex, path, rep, "check")
         results.append(rep.passed)
-        if as_json:
+        if as_json:  # the verdict first: recording it can only warn, never keep it from showing
             d = rep.to_dict()
             print(json.dumps(d, indent=2) if len(jobs) == 1 else json.dumps(d), flush=True)
+            _record(ex, path, rep, "check")
             continue
         if len(results) > 1:
             out.rule()
         render.report(out, rep, ex)
+        took, best = _record(ex, path, rep, "check")
         if rep.passed and took is not None:
             render.solved(out, ex, took, best)
         elif not rep.passed:
@@ -245,19 +373,26 @@ def _with_spinner(out, jobs: list, reports, enabled: bool):
     """Pair each job with its report, with a spinner while waiting when on a terminal."""
     from contextlib import nullcontext
 
+    from attn_drill import render
+
     for path, ex in jobs:
-        waiting = out.status(f"checking {path.name} ({ex.id})...") if enabled and out.is_terminal else nullcontext()
+        waiting = (out.status(render.text(f"checking {path.name} ({ex.id})..."))
+                   if enabled and out.is_terminal else nullcontext())
         with waiting:
-            rep = next(reports, None)
+            try:
+                rep = next(reports, None)
+            except OSError as e:  # the checker could not even start (no temporary folder, a full disk)
+                _fail(f"could not run the check ({e.strerror or e}); nothing was judged.",
+                      "free some disk space, or point TMPDIR at a folder with room, and run it again.")
         if rep is None:
             return
         yield (path, ex), rep
 
 
 def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
-    from attn_drill import render, state
+    from attn_drill import render
 
-    with state.edit() as st:
+    with _edit_state() as st:
         ex = _exercise(exercise_id) if exercise_id else _current(st, "hint")
         total, before = len(ex.hints), min(st.hints_shown(ex.id), len(ex.hints))
         shown = total if show_all else min(before + 1, total)
@@ -297,16 +432,18 @@ def cmd_reset(exercise_id: str, yes: bool) -> None:
 
     ex = _exercise(exercise_id)
     path = state.load().file(ex.id) or workspace.practice_file(ex)
-    if path.is_file() and not workspace.same_as_skeleton(ex, path) and not yes:
+    if _is_file(path) and not workspace.same_as_skeleton(ex, path) and not yes:
         _confirm_or_refuse(
             f"Replace {path} with the skeleton? (your version is backed up first)",
             f"reset replaces {path} with the skeleton (after a backup); "
             f"run attn-drill reset {ex.id} --yes to go ahead.")
-    try:
-        written = workspace.write_skeleton(ex, path, replace=True)
-    except (workspace.WorkspaceError, OSError) as e:
-        _fail(str(e))
-    with state.edit() as st:
+    with _edit_state() as st:  # locked first: if another process holds it, nothing is replaced
+        try:
+            written = workspace.write_skeleton(ex, path, replace=True)
+        except workspace.WorkspaceError as e:
+            _fail(str(e))
+        except OSError as e:
+            _fail(_describe(e, path))
         st.record_start(ex.id, written.path, restart_clock=True)
     out = render.console()
     if written.backup:

@@ -7,11 +7,14 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
-from attn_drill.commands import _exercise, _fail, _jobs, _nice, _record
+from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _exercise, _fail, _jobs, _nice,
+                                 _record, valid_number, valid_seed)
+
 
 def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
     from attn_drill import render, render_mock, state, watch
 
+    seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     [(path, ex)] = _jobs([], exercise_id, state.load())
     out, nice = render.console(), _nice(path)
     render_mock.watch_intro(out, ex, nice)
@@ -31,6 +34,7 @@ def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool,
              answers: Optional[str], abandon: bool) -> int:
     from attn_drill import mock, questions, render, render_mock
 
+    seed, minutes = valid_seed(seed), valid_number("--minutes", minutes, MINUTES_RANGE, "minutes")
     try:
         scripted = questions.parse_answers(answers)
     except ValueError as e:
@@ -65,8 +69,10 @@ def _begin_mock(ui, forced: Optional["Exercise"], minutes: Optional[float], stri
     ex, reason = (forced, "") if forced else mock.pick(random.Random(seed))
     try:
         session, written = mock.begin(ex, minutes=minutes, strict=strict, seed=seed, reason=reason)
-    except (workspace.WorkspaceError, OSError) as e:
+    except workspace.WorkspaceError as e:
         _fail(str(e))
+    except OSError as e:
+        _fail(_describe(e, mock.mock_file(ex)))
     ui.intro(session, ex, _nice(written.path), resumed=False, backup=written.backup)
     return session
 

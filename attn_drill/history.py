@@ -5,19 +5,22 @@ and the history only grows. WAL mode lets readers and one writer work side by si
 a second writer wait instead of failing, and every write is one short transaction.
 
 The schema changes only through the named migrations in MIGRATIONS, applied in order, each recorded in
-the `migrations` table in the same transaction as its change. A database that SQLite reports as corrupt
-(or that is not a database at all) is moved aside to history.sqlite3.corrupt (.1, .2... never over an
-older one), with a warning on stderr, and a new one is made: the old file is kept, never deleted.
+the `migrations` table in the same transaction as its change. A database that is damaged is moved aside
+to history.sqlite3.corrupt (.1, .2... never over an older one), with a one-line warning on stderr, and a
+new one is made: the old file is kept, never deleted. Damaged means: SQLite reports it corrupt or not a
+database, a folder (or anything but a file) in its place, or a schema we did not make (a dropped table, a
+migration recorded but not there or there but not recorded, a table with other columns; `SchemaError`).
 
-Recording never breaks a check: callers use `record_check`/`record_mock`, which warn and carry on when the
-disk is full or the database stays locked.
+Recording never breaks a check: callers use `record_check`/`record_mock`, which warn (once per command)
+and carry on when the disk is full, the home is read-only or the database stays locked. Reading an
+unreadable history warns and reads as empty.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,11 +28,14 @@ from pathlib import Path
 from typing import Iterator
 
 from attn_drill import paths
-from attn_drill.atomic import set_aside
+from attn_drill.atomic import is_regular, set_aside
+from attn_drill.listing import warn
 
 FILENAME = "history.sqlite3"
 BUSY_MS = 10_000  # a writer waits this long for another; each write holds the lock for milliseconds
-CORRUPT = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the only errors that mean "set the file aside"
+CORRUPT = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the file is damaged
+SQLITE_ERROR = 1  # while migrating or checking the schema: a schema we did not make (never a lock, a full
+# disk or a read-only file: those have codes of their own and are never a reason to set the file aside)
 JOURNALS = ("-wal", "-shm")  # moved along with a corrupt file: stale journals would be replayed into a new one
 
 # (name, SQL). Append only: a released migration is never edited or reordered.
@@ -75,18 +81,35 @@ def db_file() -> Path:
     return paths.home() / FILENAME
 
 
-def _warn(message: str) -> None:
-    print(f"attn-drill: {message}", file=sys.stderr)
+class SchemaError(sqlite3.DatabaseError):
+    """The database holds a schema our migrations did not make: set it aside and start a new one."""
+
+
+def _warn(message: str, once: str | None = None) -> None:
+    warn(message, once=once)
 
 
 def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
+    if isinstance(e, SchemaError):
+        return True
     code = getattr(e, "sqlite_errorcode", None)
     if code is not None:
         return code & 0xFF in CORRUPT
     return "not a database" in str(e) or "malformed" in str(e)  # Python < 3.11 has no error codes
 
 
+def _is_schema_error(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF == SQLITE_ERROR
+    text = str(e)  # Python < 3.11: by the message
+    return any(w in text for w in ("no such table", "no such column", "duplicate column", "already exists",
+                                   "has no column"))
+
+
 def _open(path: Path) -> sqlite3.Connection:
+    if is_regular(path) is False:  # a folder where the file should be: SQLite would only say "unable to open"
+        raise SchemaError(f"{path.name} is not a file")
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)  # we BEGIN ourselves
     try:
@@ -94,6 +117,7 @@ def _open(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # with WAL: durable at checkpoints, never corrupt
         migrate(conn)
+        check_schema(conn)
     except BaseException:
         conn.close()
         raise
@@ -105,10 +129,21 @@ def applied(conn: sqlite3.Connection) -> list[str]:
 
 
 def migrate(conn: sqlite3.Connection) -> list[str]:
-    """Apply the migrations this database lacks, in order; returns the names applied now.
+    """Apply the migrations this database lacks, in order; returns the names applied now. SchemaError if
+    one cannot apply (a migration not recorded whose change is there already, a table of another shape).
 
     BEGIN IMMEDIATE takes the write lock before reading what is applied, so two processes opening a new
     database at once apply each migration exactly once."""
+    try:
+        return _migrate(conn)
+    except sqlite3.OperationalError as e:
+        if not _is_schema_error(e):
+            raise
+        expected_schema()  # our migrations apply to an empty database (else this raises: a bug of ours,
+        raise SchemaError(f"its schema is not ours: {e}") from e  # never the user's file to set aside)
+
+
+def _migrate(conn: sqlite3.Connection) -> list[str]:
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     if {name for name, _ in MIGRATIONS} <= set(applied(conn)):
         return []  # the usual case: no write lock taken just to open the history
@@ -122,6 +157,39 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
             done_now.append(name)
     return done_now
+
+
+_expected: dict[tuple, dict[str, set[str]]] = {}
+
+
+def expected_schema() -> dict[str, set[str]]:
+    """Table -> columns, as the migrations make them (run once, in memory)."""
+    key = tuple(MIGRATIONS)
+    if key not in _expected:
+        mem = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            _migrate(mem)
+            _expected[key] = _tables(mem)
+        finally:
+            mem.close()
+    return _expected[key]
+
+
+def _tables(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {n: {r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (n,))} for n in names}
+
+
+def check_schema(conn: sqlite3.Connection) -> None:
+    """SchemaError unless every table and column the migrations make is there (a dropped table, a table
+    made by someone else). More is fine: a newer version's migrations add columns."""
+    have = _tables(conn)
+    for table, columns in expected_schema().items():
+        if table not in have:
+            raise SchemaError(f"its table {table} is missing")
+        missing = columns - have[table]
+        if missing:
+            raise SchemaError(f"its table {table} lacks the columns {', '.join(sorted(missing))}")
 
 
 def _statements(sql: str) -> list[str]:
@@ -142,21 +210,48 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 @contextmanager
-def connect() -> Iterator[sqlite3.Connection]:
-    """An open, migrated connection; a corrupt database is set aside (with a warning) and made anew."""
+def connect(*, reading: bool = False) -> Iterator[sqlite3.Connection]:
+    """An open, migrated connection; a damaged database is set aside (with a warning) and made anew.
+    `reading`: in a read-only home, open the file as it is (WAL mode would need to create files next to it)."""
     path = db_file()
     try:
         conn = _open(path)
     except sqlite3.DatabaseError as e:
-        if not _is_corrupt(e):
+        if reading and _cannot_write(e) and _exists():
+            conn = _open_as_is(path)
+        elif not _is_corrupt(e):
             raise
-        moved = set_aside(path, extras=JOURNALS)
-        _warn(f"the practice history was unreadable ({e}); moved it to {moved} and started a new one.")
-        conn = _open(path)
+        else:
+            moved = set_aside(path, extras=JOURNALS)
+            _warn(f"the practice history was unreadable ({e}); moved it to {moved} and started a new one.")
+            conn = _open(path)
     try:
         yield conn
     finally:
         conn.close()
+
+
+READ_ONLY = {8, 14, 23}  # SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_AUTH: a read-only home or file
+
+
+def _cannot_write(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in READ_ONLY
+    return "unable to open" in str(e) or "readonly" in str(e)
+
+
+def _open_as_is(path: Path) -> sqlite3.Connection:
+    """The file read-only and unlocked (SQLite's immutable): for reading where nothing can be written."""
+    from urllib.parse import quote
+
+    conn = sqlite3.connect(f"file:{quote(str(path))}?immutable=1", uri=True, isolation_level=None)
+    try:
+        check_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _write(what: str, sql: str, values: tuple) -> bool:
@@ -167,15 +262,30 @@ def _write(what: str, sql: str, values: tuple) -> bool:
                 conn.execute(sql, values)
             return True
         except sqlite3.DatabaseError as e:
-            if attempt == 1 and _is_corrupt(e) and db_file().exists():
-                moved = set_aside(db_file(), extras=JOURNALS)
-                _warn(f"the practice history was damaged ({e}); moved it to {moved} and started a new one.")
-                continue
-            _warn(f"could not record the {what} in the practice history: {e}")
-        except OSError as e:
-            _warn(f"could not record the {what} in the practice history: {e}")
+            if attempt == 1 and _is_corrupt(e) and os.path.lexists(db_file()):
+                try:
+                    moved = set_aside(db_file(), extras=JOURNALS)
+                except OSError as moving:
+                    e = moving
+                else:
+                    _warn(f"the practice history was damaged ({e}); moved it to {moved} and started a new one.")
+                    continue
+            _unrecorded(what, e)
+        except (sqlite3.Error, OSError, OverflowError) as e:  # OverflowError: a number SQLite cannot hold
+            _unrecorded(what, e)
         return False
     return False
+
+
+def _unrecorded(what: str, e: Exception) -> None:
+    reason = getattr(e, "strerror", None) or e
+    _warn(f"could not record the {what} in the practice history ({reason}): your progress is not saved; "
+          "this command goes on.", once="progress")
+
+
+def _unreadable(e: Exception) -> None:
+    reason = getattr(e, "strerror", None) or e
+    _warn(f"could not read the practice history ({reason}); going on without it.", once="progress")
 
 
 def record_check(exercise: str, *, passed: bool, slugs: list[str], warnings: list[str] = (),
@@ -212,15 +322,21 @@ def record_mock(card: dict) -> bool:
 # -- reading -------------------------------------------------------------------------------------
 def checks(exercise: str | None = None) -> list[dict]:
     """Every recorded check, oldest first (slugs and warnings as lists)."""
-    if not db_file().exists():
+    if not _exists():
         return []  # nothing recorded yet: do not create a file just to read it
     where, args = ("WHERE exercise = ?", (exercise,)) if exercise else ("", ())
-    with connect() as conn:
-        conn.row_factory = sqlite3.Row
-        rows = conn.execute(f"SELECT * FROM checks {where} ORDER BY at, id", args).fetchall()
+    try:
+        with connect(reading=True) as conn:
+            conn.row_factory = sqlite3.Row
+            rows = conn.execute(f"SELECT * FROM checks {where} ORDER BY at, id", args).fetchall()
+    except (sqlite3.Error, OSError) as e:
+        _unreadable(e)
+        return []
     out = []
     for r in rows:
         d = dict(r)
+        if not isinstance(d["exercise"], str) or not _number(d["at"]):
+            continue  # SQLite keeps any type in any column: a row written by someone else
         d["passed"] = bool(d["passed"])
         d["slugs"], d["warnings"] = _list(d["slugs"]), _list(d["warnings"])
         out.append(d)
@@ -245,10 +361,10 @@ class Progress:
 def progress() -> dict[str, Progress]:
     """Per exercise checked at least once, its Progress: the one answer to "passed? best time?" that
     `list`, `solution`, `stats` and mock's pick all use. An unreadable history warns and reads as empty."""
-    if not db_file().exists():
+    if not _exists():
         return {}  # nothing recorded yet: do not create a file just to read it
     try:
-        with connect() as conn:
+        with connect(reading=True) as conn:
             totals = conn.execute("""
                 SELECT exercise, COUNT(*), COUNT(DISTINCT attempt),
                        COUNT(DISTINCT CASE WHEN passed THEN attempt END), MAX(passed)
@@ -258,7 +374,7 @@ def progress() -> dict[str, Progress]:
                 WHERE passed AND attempt IS NOT NULL AND solve_seconds IS NOT NULL
                 GROUP BY exercise, attempt ORDER BY s""").fetchall()
     except (sqlite3.Error, OSError) as e:
-        _warn(f"could not read the practice history: {e}")
+        _unreadable(e)
         return {}
     times: dict[str, list[float]] = {}
     for exercise, seconds in solves:
@@ -274,18 +390,43 @@ def progress_of(exercise: str) -> Progress:
 
 def mocks(limit: int | None = None) -> list[dict]:
     """The scorecards of finished mocks, oldest first (the last `limit` of them)."""
-    if not db_file().exists():
+    if not _exists():
         return []
-    with connect() as conn:
-        rows = conn.execute("SELECT scorecard FROM mocks ORDER BY ended_at DESC, rowid DESC"
-                            + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+    try:
+        with connect(reading=True) as conn:
+            rows = conn.execute("SELECT scorecard FROM mocks ORDER BY ended_at DESC, rowid DESC"
+                                + (" LIMIT ?" if limit else ""), (limit,) if limit else ()).fetchall()
+    except (sqlite3.Error, OSError) as e:
+        _unreadable(e)
+        return []
     cards = []
     for (text,) in reversed(rows):
         try:
-            cards.append(json.loads(text))
-        except ValueError:
+            card = json.loads(text) if isinstance(text, str) else None
+        except (ValueError, RecursionError):
             continue
+        if _card_ok(card):
+            cards.append(card)
     return cards
+
+
+CARD_NUMBERS = ("ended_at", "seconds_used", "target_seconds", "score")
+
+
+def _card_ok(card) -> bool:
+    """A scorecard `stats` can show: ours, not a row someone else wrote (SQLite checks no JSON)."""
+    return (isinstance(card, dict) and all(_number(card.get(k)) for k in CARD_NUMBERS)
+            and isinstance(card.get("id"), str) and isinstance(card.get("exercise"), str))
+
+
+def _number(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _exists() -> bool:
+    return os.path.lexists(db_file())
 
 
 def _list(text: str | None) -> list[str]:

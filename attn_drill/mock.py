@@ -3,7 +3,9 @@ follow-up questions, score. No torch, no rich: what the user sees goes through a
 (render_mock.MockScreen), and keys come from a `Keys` object.
 
 - The session in progress is one JSON file, home/mock.json, rewritten (atomically) at every step. Its
-  start time is stored, so quitting the command and running it again resumes the same countdown.
+  start time is stored, so quitting the command and running it again resumes the same countdown. A
+  damaged one (not JSON, values of the wrong type) is set aside with a warning; one that cannot be
+  written (a read-only home, a full disk) warns once and the mock goes on, only it cannot be resumed.
 - One mock at a time: the running command holds an exclusive flock on home/mock.lock, with its pid
   written inside for the message the second one shows. The kernel drops the lock if the process dies.
 - Time comes from `now()`: ATTN_DRILL_CLOCK may name a file holding a fake "now" (seconds since the
@@ -13,6 +15,7 @@ follow-up questions, score. No torch, no rich: what the user sees goes through a
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import time
@@ -32,6 +35,7 @@ MOCK_DIR = "mock"  # inside the practice folder: ./attn-practice/mock/<file>
 # The score, out of 100: a pass 50, time 20 (all of it up to the target, none from twice the target),
 # questions 30; each hint costs 5.
 PASS_POINTS, TIME_POINTS, QUESTION_POINTS, HINT_COST = 50, 20, 30, 5
+MAX_LIMIT = 24 * 3600.0  # a session file with a longer clock is not one we wrote
 
 
 def now() -> float:
@@ -88,34 +92,104 @@ def session_file() -> Path:
 
 
 def load() -> Session | None:
-    """The mock in progress, if any. An unreadable file is moved aside (mock.json.corrupt, never over an
-    older one) and ignored."""
-    from attn_drill.atomic import set_aside
+    """The mock in progress, if any. A damaged file is moved aside (mock.json.corrupt, never over an older
+    one) with a warning, and ignored."""
+    from attn_drill.atomic import is_regular
 
     path = session_file()
+    kind = is_regular(path)
+    if kind is None:
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return Session(**data)
+        if kind is False:
+            raise ValueError("it is not a file")
+        session = Session(**json.loads(path.read_text(encoding="utf-8")))
+        _check_session(session)
+        return session
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, TypeError):
-        try:
-            set_aside(path)
-        except OSError:
-            pass
+    except (OSError, ValueError, TypeError, RecursionError) as e:
+        _set_aside(path, e)
         return None
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and _number(v)
+
+
+def _strings(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _optional(check):
+    return lambda v: v is None or check(v)
+
+
+# What the code does arithmetic and look-ups on; a session file with anything else is not one we wrote.
+SESSION_FIELDS = {
+    "id": lambda v: isinstance(v, str),
+    "exercise": lambda v: isinstance(v, str) and catalogue.get(v) is not None,
+    "file": lambda v: isinstance(v, str) and bool(v) and "\0" not in v,
+    "started_at": _number,
+    "limit_seconds": lambda v: _number(v) and 0 < v <= MAX_LIMIT,
+    "target_seconds": _number,
+    "strict": lambda v: isinstance(v, bool),
+    "seed": _optional(lambda v: _count(v) and v < 2**63),
+    "reason": lambda v: isinstance(v, str),
+    "phase": lambda v: v in ("coding", "questions", "done"),
+    "checks": _count,
+    "hints": _count,
+    "mistakes": _strings,
+    "last": _optional(lambda v: isinstance(v, dict) and _strings(v.get("slugs"))),
+    "seen": _optional(lambda v: isinstance(v, list)),
+    "ended_by": _optional(lambda v: isinstance(v, str)),
+    "ended_at": _optional(_number),
+    "question_ids": _strings,
+    "answers": lambda v: isinstance(v, list) and all(a is None or type(a) is int for a in v),
+}
+
+
+def _check_session(s: Session) -> None:
+    """ValueError naming the fields that hold something else than what SESSION_FIELDS allows."""
+    wrong = [name for name, ok in SESSION_FIELDS.items() if not ok(getattr(s, name))]
+    if wrong:
+        raise ValueError(f"values of the wrong type ({', '.join(wrong[:3])})")
+
+
+def _set_aside(path: Path, why: Exception) -> None:
+    from attn_drill.atomic import set_aside
+    from attn_drill.listing import warn
+
+    try:
+        where = f"moved it to {set_aside(path)}"
+    except OSError:
+        where = "left it where it is"
+    warn(f"the mock in progress, {path}, could not be read ({why}); {where} and started none.")
 
 
 def save(session: Session) -> None:
+    """Write the session for a later resume; if it cannot be written, say so once and go on."""
     from attn_drill.atomic import write_atomic
 
-    write_atomic(session_file(), (json.dumps(asdict(session), indent=2) + "\n").encode("utf-8"), mode=0o600)
+    try:
+        write_atomic(session_file(), (json.dumps(asdict(session), indent=2) + "\n").encode("utf-8"), mode=0o600)
+    except OSError as e:
+        from attn_drill.listing import warn
+
+        warn(f"could not save the mock in {paths.home()} ({e.strerror or e}): it goes on, but cannot be resumed "
+             "if you leave it.", once="progress")
 
 
 def drop() -> None:
     try:
         session_file().unlink()
     except FileNotFoundError:
+        pass
+    except OSError:  # a read-only home: it was never saved there either
         pass
 
 
@@ -124,20 +198,22 @@ def lock() -> Iterator[None]:
     """Hold home/mock.lock while a mock runs; MockBusy(pid) if another process holds it."""
     import fcntl
 
-    home = paths.home()
-    home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / "mock.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    from attn_drill.atomic import clear_holder, lock_holder, open_lock, write_holder
+
+    fd = open_lock(paths.home() / "mock.lock")
+    if fd is None:  # a read-only home: no session file either, so no second mock could resume this one
+        yield
+        return
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise MockBusy(os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+            raise MockBusy(lock_holder(fd) or "?") from None
+        write_holder(fd)
         try:
             yield
         finally:
-            os.ftruncate(fd, 0)
+            clear_holder(fd)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

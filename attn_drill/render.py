@@ -1,8 +1,10 @@
 """Everything the user sees, drawn with rich. The checker returns data; this turns it into text.
 
 All text that comes from a report or a file is put in `Text` objects, never parsed as markup, so a
-shape like "[2, 4]" in evidence prints as written. Colours are a bonus: with NO_COLOR or a pipe the
-marks, words and shade characters carry the same information.
+shape like "[2, 4]" in evidence prints as written, and goes through `text()` (listing.printable): what the
+user's code raised or printed and the names of files reach the terminal escaped ("\x1b[2J" shows as
+those characters; it never clears the screen or forges a coloured PASSED). Colours are a bonus: with
+NO_COLOR or a pipe the marks, words and shade characters carry the same information.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from attn_drill.listing import printable
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:
@@ -23,6 +26,11 @@ MARKS = {PASS: ("✓", "pass", "green"), FAIL: ("✗", "fail", "bold red"),
          WARN: ("!", "warn", "yellow"), SKIP: ("-", "skipped", "dim")}
 SHADES = " ░▒▓█"
 HEATMAP_MAX = 12  # rows/cols drawn; more would not fit two side by side in 80 columns
+
+
+def text(value: object, style: str = "", *, one_line: bool = False) -> Text:
+    """Text from outside (a report, a file name, a history row) as shown, never acted on by the terminal."""
+    return Text(printable(value, multiline=not one_line), style=style)
 
 
 def plural(n: int, word: str) -> str:
@@ -48,18 +56,18 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None) -> None:
     console.print(verdict(rep))
 
 
-def printed(text: str) -> Group:
+def printed(output: str) -> Group:
     """What the user's code printed (the checker keeps its first and last lines), as plain text."""
-    return Group(Text("your code printed:", style="dim"), _indent(Text(text, style="dim")))
+    return Group(Text("your code printed:", style="dim"), _indent(text(output, style="dim")))
 
 
 def _header(rep: Report, ex: "Exercise | None") -> Table:
-    title = Text.assemble((rep.exercise, "bold cyan"), (f"  {ex.title}" if ex else "", "bold"))
+    title = Text.assemble(text(rep.exercise, "bold cyan", one_line=True), (f"  {ex.title}" if ex else "", "bold"))
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
     grid.add_row("exercise", title)
-    grid.add_row("file", Text(rep.file))
+    grid.add_row("file", text(rep.file, one_line=True))
     grid.add_row("seed", Text(f"{rep.seed}   (replay with --seed {rep.seed})"))
     return grid
 
@@ -71,8 +79,8 @@ def _stages(rep: Report) -> Table:
     grid.add_column(overflow="fold")
     for s in rep.stages:
         mark, word, style = MARKS.get(s.status, ("?", s.status, ""))
-        grid.add_row(Text(f"{mark} {word}", style=style), Text(s.name, style="bold"),
-                     Text(s.detail, style="dim" if s.status == SKIP else ""))
+        grid.add_row(text(f"{mark} {word}", style, one_line=True), text(s.name, "bold", one_line=True),
+                     text(s.detail, "dim" if s.status == SKIP else ""))
     return grid
 
 
@@ -80,7 +88,7 @@ def finding(f: Finding) -> Group:
     error = f.level == "error"
     head = Text.assemble(
         ("✗ error" if error else "! warning", "bold red" if error else "bold yellow"), "  ",
-        (f.slug, "bold"), "  ", f.title,
+        text(f.slug, "bold", one_line=True), "  ", text(f.title, one_line=True),
     )
     if f.line:
         head.append(f"   (your line {f.line})", style="bold magenta")
@@ -89,7 +97,7 @@ def finding(f: Finding) -> Group:
     grid.add_column(overflow="fold")
     for label, value in (("evidence", f.evidence), ("why", f.message), ("fix", f.fix)):
         if value:
-            grid.add_row(label, Text(value, style="green" if label == "fix" else ""))
+            grid.add_row(label, text(value, "green" if label == "fix" else ""))
     return Group(head, _indent(grid))
 
 
@@ -105,8 +113,8 @@ def verdict(rep: Report) -> Text:
     counts = f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}"
     took = f" in {rep.seconds:.1f} s" if rep.seconds >= 0.1 else (f" in {rep.seconds:.2f} s" if rep.seconds else "")
     if rep.passed:
-        return Text.assemble(("PASSED", "bold green"), f"  {rep.exercise}  {counts}{took}")
-    return Text.assemble(("FAILED", "bold red"), f"  {rep.exercise}  {counts}{took}")
+        return Text.assemble(("PASSED", "bold green"), printable(f"  {rep.exercise}  {counts}{took}"))
+    return Text.assemble(("FAILED", "bold red"), printable(f"  {rep.exercise}  {counts}{took}"))
 
 
 # -- attention heatmaps ----------------------------------------------------------------------------
@@ -156,9 +164,9 @@ def picture(pic: dict):
     grid.add_row(heatmap("yours", yours, expected), heatmap("expected", expected))
     axes = "" if "quer" in str(title) else "rows = queries, cols = keys; "
     legend = Text(f"{axes}{SHADES[1:]} = 0..1, blank = 0, ? = NaN, red = differs", style="dim")
-    parts = [Text(str(title), style="bold"), grid, legend]
+    parts = [text(title, "bold"), grid, legend]
     if pic.get("caption"):
-        parts.append(Text(str(pic["caption"]), style="italic"))
+        parts.append(text(pic["caption"], "italic"))
     return _indent(Group(*parts))
 
 
@@ -191,8 +199,11 @@ def console(stderr: bool = False) -> Console:
 
 
 def say(out: Console, *parts) -> None:
-    """One message, never wrapped, so paths stay copy-pasteable. parts: str or (str, style)."""
-    out.print(Text.assemble(*parts), soft_wrap=True)
+    """One message, never wrapped, so paths stay copy-pasteable. parts: str or (str, style), escaped
+    (they carry file names and values the user typed)."""
+    safe = [(printable(p[0], multiline=True), p[1]) if isinstance(p, tuple) else printable(p, multiline=True)
+            for p in parts]
+    out.print(Text.assemble(*safe), soft_wrap=True)
 
 
 def solved(out: Console, ex: "Exercise", took: float, best: float | None) -> None:

@@ -1,7 +1,7 @@
 """What `watch`, `mock` and `stats` show, drawn with rich (the report itself is render.report's).
 
-As in render.py, text from files and reports goes into Text objects, never parsed as markup, and the
-words carry the meaning when colour is off.
+As in render.py, text from files, reports and the history goes into Text objects through render.text
+(escaped, never parsed as markup), and the words carry the meaning when colour is off.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rich.text import Text
 from attn_drill import render
 from attn_drill.listing import duration
 from attn_drill.mock import HINT_COST
-from attn_drill.render import say
+from attn_drill.render import say, text
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
@@ -215,8 +215,9 @@ def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
     if card["passed"]:
         verdict = Text.assemble(("✓ passed", "bold green"))
     else:
-        why = ", ".join(card.get("final_slugs") or []) or ("never checked" if not card["checks"] else "did not pass")
-        verdict = Text.assemble(("✗ failed", "bold red"), f": {why}")
+        why = ", ".join(map(str, card.get("final_slugs") or [])) or (
+            "never checked" if not card["checks"] else "did not pass")
+        verdict = Text.assemble(("✗ failed", "bold red"), text(f": {why}", one_line=True))
     time_used = f"{mmss(card['seconds_used'])} used, target {mmss(card['target_seconds'])}"
     if card.get("limit_seconds") and card["limit_seconds"] != card["target_seconds"]:
         time_used += f" (limit {mmss(card['limit_seconds'])})"
@@ -233,7 +234,7 @@ def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
         ("checks run", Text(str(card["checks"]))),
         ("hints used", Text(str(card["hints"]))),
         ("questions", Text(f"{q['right']} / {q['total']} right")),
-        ("mistakes", Text(mistakes)),
+        ("mistakes", text(mistakes, one_line=True)),
         ("score", score),
     ]
 
@@ -265,7 +266,7 @@ def _exercise_table(rows: list[dict]) -> Table:
     for r in rows:
         target = r["target_seconds"]
         in_time = r["best_seconds"] is not None and target and r["best_seconds"] <= target
-        table.add_row(Text(r["id"], style="cyan"), str(r["attempts"]), str(r["passes"]), str(r["checks"]),
+        table.add_row(text(r["id"], "cyan", one_line=True), str(r["attempts"]), str(r["passes"]), str(r["checks"]),
                       Text(duration(r["best_seconds"]), style="green" if in_time else ""),
                       duration(r["median_seconds"]), duration(target))
     return table
@@ -277,8 +278,8 @@ def _mistakes(rows: list[dict]) -> Table:
     table.add_column(overflow="fold")
     for r in rows:
         if r["mistakes"]:
-            table.add_row(Text(r["id"], style="cyan"),
-                          Text(", ".join(f"{m['slug']} x{m['count']}" for m in r["mistakes"])))
+            table.add_row(text(r["id"], "cyan", one_line=True),
+                          text(", ".join(f"{m['slug']} x{m['count']}" for m in r["mistakes"]), one_line=True))
     return table
 
 
@@ -292,7 +293,7 @@ def _mock_table(recent: list[dict], count: int) -> Table:
         result = Text("passed", style="green") if m["passed"] else Text("failed", style="red")
         if m["strict"]:
             result.append(" (strict)", style="dim")
-        table.add_row(m["ended_at"][:16].replace("T", " "), Text(m["exercise"], style="cyan"), str(m["score"]),
+        table.add_row(m["ended_at"][:16].replace("T", " "), text(m["exercise"], "cyan", one_line=True), str(m["score"]),
                       result, f"{mmss(m['seconds_used'])} / {mmss(m['target_seconds'])}",
                       f"{m['questions_right']}/{m['questions_total']}")
     return table

@@ -11,21 +11,39 @@ happened (passed, best time, attempts) is the practice history's (history.progre
 every check, so `list`, `solution`, `stats` and `mock` never disagree.
 
 Writes are atomic (a temp file, then os.replace), so a crash never leaves half a file. A missing file
-is an empty state; a corrupt one is moved aside to state.json.corrupt (never lost) and we start again.
+is an empty state. A damaged one (not JSON, nested too deep to parse, a folder, values of the wrong type)
+is moved aside to state.json.corrupt (.1, .2...: never lost) with a one-line warning, and the command goes
+on: from scratch, or from the values that were fine. A save that fails (a read-only home, a full disk)
+warns once and the command goes on; what it would have saved is lost, nothing else.
+
+`edit()` holds home/.state.lock (flock, our pid written inside) for the few milliseconds of a
+read-change-write. If another process holds it for more than LOCK_WAIT seconds, `Locked` says which.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from attn_drill import paths
-from attn_drill.atomic import set_aside
+from attn_drill.atomic import is_regular, set_aside
+from attn_drill.listing import warn
 
 VERSION = 1
 NEW, STARTED, PASSED = "new", "started", "passed"
+LOCK_WAIT = 5.0  # seconds edit() waits for another process's lock before giving up (tests shrink it)
+MAX_BYTES = 1 << 20  # a real progress file is a few KB; anything bigger is not one
+
+
+class Locked(Exception):
+    """Another process held the progress file's lock for LOCK_WAIT seconds."""
+
+    def __init__(self, path: Path, pid: str | None):
+        super().__init__(f"{path} is locked by process {pid or '?'}")
+        self.path, self.pid = path, pid
 
 
 def state_file() -> Path:
@@ -44,11 +62,11 @@ def seconds_since(stamp: str | None) -> float | None:
 
     try:
         then = datetime.fromisoformat(stamp)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        if then.tzinfo is None:
+            then = then.replace(tzinfo=timezone.utc)
+        return max(0.0, (datetime.now(timezone.utc) - then).total_seconds())
+    except (TypeError, ValueError, OverflowError):  # OverflowError: year 1 with a negative offset
         return None
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=timezone.utc)
-    return max(0.0, (datetime.now(timezone.utc) - then).total_seconds())
 
 
 class State:
@@ -120,33 +138,105 @@ class State:
 
 def load() -> State:
     path = state_file()
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    data, damage = _read(path)
+    if damage:
+        _set_aside(path, f"could not be read ({damage})", "a fresh one started")
         return State()
-    except OSError:
-        return State()  # unreadable (permissions, a folder...): work from empty, leave it alone
+    if data is None:
+        return State()
+    clean, wrong = _clean(data)
+    if wrong:
+        shown = ", ".join(wrong[:3]) + (", ..." if len(wrong) > 3 else "")
+        if _set_aside(path, f"had values of the wrong type ({shown})", "the rest kept"):
+            _save_quietly(State(clean))  # the next command must not find the same damage
+    return State(clean)
+
+
+def _read(path: Path) -> tuple[dict | None, str | None]:
+    """(the parsed object, None), (None, what is wrong with it), or (None, None) when there is nothing to
+    read or it cannot be read for now (no permission: not damage, so left alone)."""
+    kind = is_regular(path)
+    if kind is None:
+        return None, None
+    if kind is False:
+        return None, "it is not a file"
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return None, f"over {MAX_BYTES // 1024} KiB"
+        raw = path.read_bytes()
+    except OSError as e:
+        warn(f"could not read your progress file {path} ({e.strerror or e}); going on without it.", once="progress")
+        return None, None
     try:
         data = json.loads(raw.decode("utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        try:
-            aside = set_aside(path)
-        except OSError:
-            aside = None
-        _warn(path, aside)
-        return State()
-    return State(data)
+    except RecursionError:  # nested thousands deep: no progress file looks like that
+        return None, "nested too deep"
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return None, f"not JSON: {e}"
+    if not isinstance(data, dict):
+        return None, "not a JSON object"
+    return data, None
 
 
-def _warn(path: Path, aside: Path | None) -> None:
-    """Say so on stderr (never stdout: --json output stays clean); the user's exercise files are not touched."""
-    import sys
+def _valid_file(v) -> bool:
+    return isinstance(v, str) and 0 < len(v) <= 4096 and "\0" not in v
 
+
+def _valid_stamp(v) -> bool:
+    return isinstance(v, str) and seconds_since(v) is not None
+
+
+def _valid_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1000
+
+
+FIELDS = {"file": _valid_file, "started_at": _valid_stamp, "hints_shown": _valid_count}
+
+
+def _clean(data: dict) -> tuple[dict, list[str]]:
+    """The data without the values our fields cannot hold, and the names of those dropped. Fields we do
+    not know (a newer version's, an older one's) are kept as they are."""
+    data, wrong = dict(data), []
+    if data.get("current") is not None and not isinstance(data["current"], str):
+        wrong.append("current")
+        del data["current"]
+    exercises = data.get("exercises", {})
+    if not isinstance(exercises, dict):
+        wrong.append("exercises")
+        exercises = {}
+    kept = {}
+    for ex_id, entry in exercises.items():
+        if not isinstance(entry, dict):
+            wrong.append(ex_id)
+            continue
+        kept[ex_id] = {k: v for k, v in entry.items() if k not in FIELDS or FIELDS[k](v)}
+        wrong += [f"{ex_id}.{k}" for k in entry if k in FIELDS and not FIELDS[k](entry[k])]
+    data["exercises"] = kept
+    return data, wrong
+
+
+def _set_aside(path: Path, problem: str, then: str) -> Path | None:
+    """Move the damaged file aside and say so in one line; where it went (None if it could not move)."""
+    try:
+        aside = set_aside(path)
+    except OSError:
+        aside = None
     kept = f"moved to {aside}" if aside else "left where it is"
-    sys.stderr.write(f"warning: your progress file {path} could not be read; it was {kept} and a fresh one "
-                     f"started. Your exercise files are untouched.\n")
+    warn(f"your progress file {path} {problem}; it was {kept} and {then}. Your exercise files are untouched.",
+         once=f"damaged {path}")  # a file that cannot be moved (a read-only home) is read twice by `check`
+    return aside
+
+
+def _save_quietly(state: State) -> None:
+    try:
+        save(state)
+    except OSError as e:
+        _unsaved(e)
+
+
+def _unsaved(e: OSError) -> None:
+    warn(f"could not save your progress in {paths.home()} ({e.strerror or e}); this command goes on without "
+         "saving it.", once="progress")
 
 
 def save(state: State) -> None:
@@ -158,11 +248,13 @@ def save(state: State) -> None:
 
 @contextmanager
 def edit() -> Iterator[State]:
-    """Load, let the caller change, save: kept short so two commands at once rarely lose an update."""
+    """Load, let the caller change, save: kept short so two commands at once rarely lose an update. A save
+    that fails (read-only home, full disk) warns once and the caller goes on; Locked if another process
+    holds the lock for LOCK_WAIT seconds."""
     with _lock():
         s = load()
         yield s
-        save(s)
+        _save_quietly(s)
 
 
 @contextmanager
@@ -173,11 +265,41 @@ def _lock() -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    home = paths.home()
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".state.lock", "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    from attn_drill.atomic import clear_holder, open_lock, write_holder
+
+    fd = open_lock(lock_file())
+    if fd is None:  # a read-only home: nothing can be saved either, and the save will say so
+        yield
+        return
+    try:
+        _wait_for(fd, fcntl)
+        write_holder(fd)
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            clear_holder(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def lock_file() -> Path:
+    return paths.home() / ".state.lock"
+
+
+def _wait_for(fd: int, fcntl) -> None:
+    """Take the lock, waiting at most LOCK_WAIT seconds: a holder that never lets go (a stopped process,
+    another tool) must not hang `hint` or `start` forever."""
+    import time
+
+    from attn_drill.atomic import lock_holder
+
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise Locked(lock_file(), lock_holder(fd)) from None
+            time.sleep(0.05)

@@ -72,6 +72,10 @@ def write_skeleton(ex: Exercise, path: Path, *, replace: bool = False) -> Writte
     exists = path.exists()
     if exists and not replace:
         return Written(path, written=False)
-    saved = backup(ex, path) if exists and not same_as_skeleton(ex, path) else None
+    try:
+        saved = backup(ex, path) if exists and not same_as_skeleton(ex, path) else None
+    except OSError as e:  # a read-only or full home: without a backup the file is not touched
+        raise WorkspaceError(f"could not back up {path} to {paths.backups()} ({e.strerror or e}), so it was "
+                             "left as it is") from e
     write_atomic(path, ex.skeleton.read_bytes())
     return Written(path, written=True, backup=saved)

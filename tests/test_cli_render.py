@@ -102,3 +102,42 @@ def test_differing_cells_are_red_on_a_colour_console(monkeypatch):
 @pytest.mark.parametrize("seconds, text", [(None, "-"), (4.4, "4s"), (65, "1m 05s"), (3725, "1h 02m")])
 def test_duration(seconds, text):
     assert listing.duration(seconds) == text
+
+
+def hostile_report() -> Report:
+    """Everything in a report that comes from the user's code or file system, full of terminal controls."""
+    rep = Report("sdpa", "/w/x\x1b[2J_sdpa.py", 5, seconds=0.3,
+                 output="\x1b]0;pwned\x07\x1b[31mRED\x1b[0m\rPASSED\nsecond line\ttabbed")
+    rep.stages = [Stage("load", PASS), Stage("shapes", FAIL, "raised \x1b[32mPASSED\x1b[0m")]
+    rep.findings = [findings.make("exception", "ValueError: \x1b[32mPASSED\x1b[0m \u202eevil\x9b2J", line=4,
+                                  picture={"title": "t\x1b[5m", "caption": "c\x1b[8m", "yours": [[1.0]],
+                                           "expected": [[1.0]]})]
+    return rep
+
+
+@pytest.mark.parametrize("colour", [False, True])
+def test_control_characters_from_the_user_are_shown_not_acted_on(colour, monkeypatch):
+    """ESC would let a file clear the screen or print its own green PASSED; \\r rewrites the line, BEL
+    rings, U+202E reverses what follows. The plain console must hold no control character at all; the
+    colour one only rich's own colour codes."""
+    if colour:
+        monkeypatch.delenv("NO_COLOR")
+    buf = io.StringIO()
+    out = Console(file=buf, force_terminal=colour, color_system="standard" if colour else None, width=200,
+                  highlight=False)
+    render.report(out, hostile_report())
+    text = buf.getvalue()
+    for raw in ("\x1b[2J", "\x1b[32mPASSED", "\x1b]0;", "\x07", "\r", "\u202e", "\x9b", "\x1b[5m", "\x1b[8m"):
+        assert raw not in text
+    if not colour:
+        assert "\x1b" not in text
+    for shown in ("x\\x1b[2J_sdpa.py", "raised \\x1b[32mPASSED\\x1b[0m", "\\u202eevil\\x9b2J",
+                  "\\x1b]0;pwned\\x07\\x1b[31mRED\\x1b[0m\\rPASSED", "t\\x1b[5m", "c\\x1b[8m"):
+        assert shown in text
+    assert "second line" in text and "tabbed" in text  # newlines and tabs of the output keep their layout
+
+
+def test_say_escapes_every_part():
+    out, buf = plain()
+    render.say(out, "wrote ", ("/p/\x1b[2Jx.py", "bold"), " ok\x1b[0m")
+    assert buf.getvalue() == "wrote /p/\\x1b[2Jx.py ok\\x1b[0m\n"

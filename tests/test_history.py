@@ -9,8 +9,13 @@ import textwrap
 
 import pytest
 
-from attn_drill import history
+from attn_drill import history, listing
 
+
+@pytest.fixture(autouse=True)
+def fresh_warnings():
+    """Each test is one command: a warning said "once" in an earlier test may be said again."""
+    listing.reset_warnings()
 
 def names(conn) -> list[str]:
     return history.applied(conn)
@@ -121,23 +126,124 @@ def test_progress_is_one_record_per_exercise(home):
     assert "rope" not in done and history.progress_of("rope") == history.Progress()
 
 
-def test_an_unreadable_history_reads_as_empty_with_a_warning(home, capsys):
-    home.mkdir()
-    history.db_file().mkdir()  # a folder where the database should be
-    assert history.progress() == {}
-    assert "could not read the practice history" in capsys.readouterr().err
+def test_an_unreadable_history_reads_as_empty_with_a_warning(home, capsys, monkeypatch):
+    history.record_check("sdpa", passed=True, slugs=[])
+
+    def cannot_open(*args, **kwargs):
+        e = sqlite3.OperationalError("disk I/O error")
+        e.sqlite_errorcode = 10  # SQLITE_IOERR: not damage, so the file must stay where it is
+        raise e
+
+    monkeypatch.setattr(sqlite3, "connect", cannot_open)
+    assert history.progress() == {} and history.checks() == [] and history.mocks() == []
+    err = capsys.readouterr().err
+    assert err.count("could not read the practice history") == 1 and err.count("\n") == 1  # once a command
+    assert history.db_file().is_file() and not list(home.glob("*.corrupt*"))
 
 
-def test_a_locked_or_unwritable_history_never_breaks_the_caller(home, capsys):
-    home.mkdir()
-    history.db_file().mkdir()  # a folder where the database should be
+def test_a_locked_or_unwritable_history_never_breaks_the_caller(home, capsys, monkeypatch):
+    def locked(*args, **kwargs):
+        e = sqlite3.OperationalError("database is locked")
+        e.sqlite_errorcode = 5  # SQLITE_BUSY
+        raise e
+
+    monkeypatch.setattr(sqlite3, "connect", locked)
     assert history.record_check("sdpa", passed=True, slugs=[]) is False
+    assert history.record_mock(MOCK_CARD) is False
+    err = capsys.readouterr().err
+    assert err.count("could not record the check") == 1 and err.count("\n") == 1
+    assert not list(home.glob("*.corrupt*")) if home.exists() else True
+
+
+MOCK_CARD = {"id": "m", "exercise": "sdpa", "started_at": 1.0, "ended_at": 2.0, "strict": False, "passed": True,
+             "seconds_used": 1.0, "target_seconds": 180.0, "score": 70}
+
+
+def sql(statements: str) -> None:
+    conn = sqlite3.connect(history.db_file(), isolation_level=None)
+    conn.executescript(statements)
+    conn.close()
+
+
+DAMAGE = {
+    "a dropped checks table": lambda: sql("DROP TABLE checks"),
+    "a dropped mocks table": lambda: sql("DROP TABLE mocks"),
+    "a missing migration row": lambda: sql("DELETE FROM migrations WHERE name = '0002-check-context'"),
+    "the first migration's row missing": lambda: sql("DELETE FROM migrations WHERE name = '0001-checks'"),
+    "a table with other columns": lambda: sql("DROP TABLE checks; CREATE TABLE checks (foo, bar)"),
+    "a migrations table with other columns": lambda: sql("DROP TABLE migrations; CREATE TABLE migrations (x)"),
+    "a folder": lambda: (history.db_file().unlink(), history.db_file().mkdir()),
+    "garbage bytes": lambda: history.db_file().write_bytes(bytes(range(256)) * 40),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+@pytest.mark.parametrize("first", ["record", "read"])
+def test_a_damaged_history_is_set_aside_with_one_line_and_rebuilt(home, capsys, damage, first):
+    history.record_check("sdpa", passed=True, slugs=[])
+    for suffix in history.JOURNALS:  # a closed database has folded its journal back in
+        assert not (home / (history.FILENAME + suffix)).exists()
+    DAMAGE[damage]()
+    if first == "record":
+        assert history.record_check("mha", passed=False, slugs=["missing-scale"]) is True
+    else:
+        assert history.progress() == {} and history.checks() == [] and history.mocks() == []
+        history.record_check("mha", passed=False, slugs=["missing-scale"])
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: the practice history was unreadable"), err
+    assert "history.sqlite3.corrupt" in err
+    assert (home / "history.sqlite3.corrupt").exists()  # kept, never deleted
+    assert [r["exercise"] for r in history.checks()] == ["mha"]  # a new one, in use
+    assert history.record_mock(MOCK_CARD) and [c["id"] for c in history.mocks()] == ["m"]
+    assert capsys.readouterr().err == ""  # rebuilt once; quiet from then on
+
+
+def test_a_newer_versions_extra_columns_are_fine(home, capsys):
+    history.record_check("sdpa", passed=True, slugs=[])
+    sql("ALTER TABLE checks ADD COLUMN from_the_future TEXT")
+    assert history.record_check("sdpa", passed=False, slugs=[]) and len(history.checks()) == 2
+    assert capsys.readouterr().err == "" and not (home / "history.sqlite3.corrupt").exists()
+
+
+def test_rows_and_scorecards_of_the_wrong_type_are_skipped(home):
+    history.record_check("sdpa", passed=True, slugs=[])
+    history.record_mock(MOCK_CARD)
+    sql("""INSERT INTO checks (exercise, at, passed) VALUES (x'00ff', 5, 1);
+           INSERT INTO checks (exercise, at, passed) VALUES ('mha', 'yesterday', 1);
+           INSERT INTO mocks VALUES ('j', 'sdpa', 1, 3, 0, 1, 3, 4, 5, '{"id": 3}');
+           INSERT INTO mocks VALUES ('k', 'sdpa', 1, 4, 0, 1, 3, 4, 5, '[[[[');""")
+    assert [r["exercise"] for r in history.checks()] == ["sdpa"]
+    assert [c["id"] for c in history.mocks()] == ["m"]
+
+
+def test_a_seed_sqlite_cannot_hold_warns_instead_of_raising(home, capsys):
+    assert history.record_check("sdpa", passed=True, slugs=[], seed=2**70) is False
     assert "could not record the check" in capsys.readouterr().err
+
+
+FULL_DISK = textwrap.dedent("""
+    import resource, signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    from attn_drill import history, listing
+    print(history.record_check("sdpa", passed=True, slugs=[]), history.record_mock(MOCK), history.progress())
+""")
+
+
+def test_a_full_disk_warns_once_and_records_nothing(home):
+    """A real failed write: no byte can be written to any file (root or not), only to our pipes."""
+    home.mkdir()
+    r = subprocess.run([sys.executable, "-c", f"MOCK = {MOCK_CARD!r}\n" + FULL_DISK], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:2] == ["False", "False"]
+    assert r.stderr.count("\n") == 1 and "could not record the check" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not list(home.glob("*.corrupt*"))
 
 
 WRITER = textwrap.dedent("""
     import sys
-    from attn_drill import history
+    from attn_drill import history, listing
     for i in range(int(sys.argv[2])):
         assert history.record_check(sys.argv[1], passed=i % 2 == 0, slugs=["missing-scale"], duration=0.01)
 """)

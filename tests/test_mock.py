@@ -153,6 +153,47 @@ def test_a_corrupt_session_file_is_set_aside(home):
     assert (home / "mock.json.corrupt").read_text() == "{not json"
 
 
+GOOD_SESSION = {"id": "s", "exercise": "sdpa", "file": "/w/attn-practice/mock/sdpa.py", "started_at": T0,
+                "limit_seconds": 180.0, "target_seconds": 180.0, "strict": False, "seed": None}
+
+
+@pytest.mark.parametrize("bad", [
+    {"started_at": "now"}, {"limit_seconds": float("inf")}, {"limit_seconds": -5}, {"exercise": "retired"},
+    {"exercise": 3}, {"phase": "lunch"}, {"mistakes": [1, 2]}, {"answers": ["1"]}, {"seed": -1},
+    {"last": {"passed": True, "slugs": 5}}, {"strict": "yes"}, {"unknown_field": 1},
+])
+def test_a_session_file_with_wrong_types_is_set_aside_with_a_warning(home, capsys, bad):
+    """A hand-edited or foreign mock.json: resuming it would crash on arithmetic or a look-up."""
+    home.mkdir()
+    mock.session_file().write_text(json.dumps({**GOOD_SESSION, **bad}))
+    assert mock.load() is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: ") and "mock.json.corrupt" in err
+    assert (home / "mock.json.corrupt").exists() and not mock.session_file().exists()
+
+
+def test_every_session_field_is_checked_on_load():
+    import dataclasses
+
+    assert set(mock.SESSION_FIELDS) == {f.name for f in dataclasses.fields(mock.Session)}
+
+
+def test_a_good_session_file_loads_quietly(home, capsys):
+    home.mkdir()
+    mock.session_file().write_text(json.dumps(GOOD_SESSION))
+    assert mock.load().exercise == "sdpa" and capsys.readouterr().err == ""
+
+
+def test_a_folder_in_place_of_the_lock_or_the_session(home, capsys):
+    (home / "mock.lock").mkdir(parents=True)
+    mock.session_file().mkdir()
+    assert mock.load() is None
+    with mock.lock():
+        pass
+    assert (home / "mock.lock.corrupt").is_dir() and (home / "mock.json.corrupt").is_dir()
+    assert len(capsys.readouterr().err.splitlines()) == 2
+
+
 def test_two_corrupt_session_files_in_one_second_are_both_kept(home):
     home.mkdir()
     for text in ("{first", "{second", "{third"):  # microseconds apart: a name stamped by the second would repeat

@@ -3,6 +3,7 @@ passed and best times from the practice history)."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from datetime import datetime, timedelta, timezone
@@ -10,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import catalogue, commands, history, state
+from attn_drill import catalogue, commands, history, listing, state
 from attn_drill.report import FAIL, PASS, Finding, Report, Stage
+
+@pytest.fixture(autouse=True)
+def fresh_warnings():
+    """Each test is one command: a warning said "once" in an earlier test may be said again."""
+    listing.reset_warnings()
 
 MHA = catalogue.get("mha")
 
@@ -87,19 +93,28 @@ def test_json_of_the_wrong_kind_or_bad_bytes_counts_as_corrupt(home, raw):
     assert (home / "state.json.corrupt").read_bytes() == raw
 
 
-def test_malformed_fields_are_tolerated(home):
+def test_malformed_fields_are_set_aside_and_the_rest_kept(home, capsys):
     # best_seconds, history and passed are fields of older files: the history holds them now
-    write_raw(json.dumps({"current": 3, "exercises": {"mha": "nope", "sdpa": {
+    raw = json.dumps({"current": 3, "exercises": {"mha": "nope", "gqa": {"hints_shown": 2}, "sdpa": {
         "hints_shown": "two", "best_seconds": "fast", "history": "none", "passed": "yes", "file": 7,
-        "started_at": 5}}}))
+        "started_at": 5}}})
+    write_raw(raw)
     st = state.load()
     assert st.current is None
     assert st.status("mha", passed=False) == state.NEW
     assert st.hints_shown("sdpa") == 0 and st.started_at("sdpa") is None
-    assert st.status("sdpa", passed=False) == state.STARTED  # it has a (bad) file field; passed is not ours
+    assert st.status("sdpa", passed=False) == state.NEW  # its file and clock were junk: dropped
     assert st.file("sdpa") is None and st.solve_seconds("sdpa", Path("sdpa.py")) is None
+    assert st.hints_shown("gqa") == 2  # what was fine is kept
     st.record_start("mha", Path("mha.py"))  # a malformed record is replaced, not a crash
     assert st.status("mha", passed=False) == state.STARTED
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: ") and "wrong type" in err
+    assert (home / "state.json.corrupt").read_text() == raw  # the original, byte for byte
+    saved = json.loads(state.state_file().read_text())  # cleaned at once: the next command finds no damage
+    assert saved["exercises"]["gqa"] == {"hints_shown": 2} and saved["exercises"]["sdpa"]["passed"] == "yes"
+    state.load()
+    assert capsys.readouterr().err == "" and not (home / "state.json.corrupt.1").exists()
 
 
 def test_unknown_fields_survive_a_save(home):
@@ -110,18 +125,18 @@ def test_unknown_fields_survive_a_save(home):
     assert data["future_field"] == [1, 2] and data["exercises"]["mha"]["note"] == "mine"
 
 
-def test_save_is_atomic_and_leaves_no_temp_files(home, monkeypatch):
+def test_save_is_atomic_and_leaves_no_temp_files(home, monkeypatch, capsys):
     with state.edit() as st:
         st.record_start("mha", Path("mha.py"))
     before = state.state_file().read_text()
 
     def boom(src, dst):
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
-        with state.edit() as st:
-            st.record_start("sdpa", Path("sdpa.py"))
+    with state.edit() as st:  # a failed save warns and the caller goes on
+        st.record_start("sdpa", Path("sdpa.py"))
+    assert "could not save your progress" in capsys.readouterr().err
     assert state.state_file().read_text() == before  # the old file is whole
     assert sorted(p.name for p in home.iterdir()) == [".state.lock", "state.json"]
 
@@ -215,3 +230,99 @@ def test_seconds_since_tolerates_junk():
     assert state.seconds_since(None) is None
     assert state.seconds_since("yesterday") is None
     assert state.seconds_since("2020-01-01T00:00:00") > 0  # naive stamps are read as UTC
+
+
+# -- damage of any kind: set aside with one line, and the command goes on ------------------------------
+def test_json_nested_too_deep_to_parse_is_set_aside(home, capsys):
+    raw = "[" * 200_000 + "]" * 200_000  # json.loads raises RecursionError, not a ValueError
+    write_raw(raw)
+    assert state.load().current is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: ") and "nested too deep" in err
+    assert (home / "state.json.corrupt").read_text() == raw
+
+
+def test_a_folder_where_the_progress_file_should_be_is_set_aside(home, capsys):
+    state.state_file().mkdir(parents=True)
+    (state.state_file() / "inside").write_text("kept")
+    with state.edit() as st:
+        st.set_hints_shown("mha", 1)
+    assert state.load().hints_shown("mha") == 1  # saved in a new file
+    assert (home / "state.json.corrupt" / "inside").read_text() == "kept"
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a file" in err
+
+
+def test_a_pipe_where_the_progress_file_should_be_never_hangs(home, capsys):
+    home.mkdir()
+    os.mkfifo(state.state_file())  # reading a pipe would wait for a writer forever
+    assert state.load().current is None
+    assert "not a file" in capsys.readouterr().err and not state.state_file().exists()
+
+
+def test_a_folder_where_the_lock_should_be_is_set_aside(home, capsys):
+    (home / ".state.lock").mkdir(parents=True)
+    with state.edit() as st:
+        st.set_hints_shown("mha", 2)
+    assert state.load().hints_shown("mha") == 2
+    assert (home / ".state.lock.corrupt").is_dir() and (home / ".state.lock").is_file()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was not a file" in err
+
+
+@pytest.mark.parametrize("entry, field", [
+    ({"file": "a\u0000b"}, "file"), ({"file": "x" * 5000}, "file"), ({"started_at": "0001-01-01T00:00:00-23:59"}, None),
+    ({"started_at": []}, "started_at"), ({"hints_shown": True}, "hints_shown"), ({"hints_shown": -1}, "hints_shown"),
+])
+def test_each_field_is_checked(home, capsys, entry, field):
+    write_raw(json.dumps({"exercises": {"mha": entry}}))
+    st = state.load()
+    st.file("mha"), st.started_at("mha"), st.hints_shown("mha"), st.solve_seconds("mha", Path("mha.py"))
+    err = capsys.readouterr().err
+    assert (f"mha.{field}" in err) if field else err == ""
+
+
+def test_our_lock_holds_our_pid(home):
+    with state.edit():
+        assert (home / ".state.lock").read_text() == str(os.getpid())
+    assert (home / ".state.lock").read_text() == ""  # cleared when let go
+
+
+HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+os.pwrite(fd, str(os.getpid()).encode(), 0)
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def held_lock(home):
+    """A live process holding the progress file's lock, as another attn-drill would; yields its pid."""
+    import select
+    import subprocess
+    import sys
+
+    home.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home / ".state.lock")], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready and proc.stdout.readline().strip() == "held"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def test_a_lock_held_by_another_process_fails_after_a_bounded_wait(held_lock, monkeypatch):
+    monkeypatch.setattr(state, "LOCK_WAIT", 0.3)
+    with pytest.raises(state.Locked) as raised:
+        with state.edit() as st:
+            st.set_hints_shown("mha", 1)
+    assert raised.value.pid == str(held_lock)
+    assert not state.state_file().exists()  # nothing saved

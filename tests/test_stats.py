@@ -114,3 +114,24 @@ def test_check_feeds_the_history(isolated):
     assert rows[1]["solve_seconds"] is not None and rows[2]["solve_seconds"] is None
     s = stats.compute()["exercises"][0]
     assert (s["checks"], s["attempts"], s["passes"]) == (3, 1, 1)
+
+
+def test_scorecards_and_rows_written_by_someone_else_never_break_stats():
+    """SQLite checks neither types nor JSON: a row or a card of the wrong shape is skipped or shown as '?'."""
+    history.record_mock(card(1, 80))
+    check("mha", False, ["missing-scale"])
+    foreign = [{**card(2, 60), "questions": "lost", "passed": "yes"},  # shown, with what is usable
+               {**card(3, 50), "score": "high"},  # skipped: no number to plot
+               {**card(4, 70), "ended_at": 1e300}]  # a time no clock can show
+    with history.connect() as conn:
+        for i, c in enumerate(foreign, 2):
+            conn.execute("INSERT INTO mocks VALUES (?, 'sdpa', 0, ?, 0, 1, 1, 1, 1, ?)", (c["id"], i, json.dumps(c)))
+        conn.execute("INSERT INTO checks (exercise, at, passed) VALUES ('mha', 'tuesday', 0)")
+    data = stats.compute()
+    recent = {m["id"]: m for m in data["mocks"]["recent"]}
+    assert sorted(recent) == ["m1", "m2", "m4"]
+    assert recent["m2"]["questions_total"] == 0 and recent["m2"]["passed"] is False
+    assert recent["m4"]["ended_at"] == "?"
+    assert data["exercises"][0]["checks"] == 1
+    r = invoke("stats")
+    assert r.exit_code == 0 and "Mocks" in r.stdout and "m4" not in r.stdout
