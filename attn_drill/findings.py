@@ -176,8 +176,26 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "Your code changed torch (or the checker) itself",
         "Replacing functions or global settings that the comparison relies on makes every verdict meaningless, "
         "so the check stops here (and puts them back).",
-        "Do not assign to attributes of torch, torch.nn.functional, torch.Tensor, builtins or attn_drill, and leave "
-        "torch's global settings (default dtype, grad mode, modes, global hooks) as they are.",
+        "Do not assign to attributes of torch, torch.nn.functional, torch.Tensor, builtins or attn_drill, do not "
+        "register kernels for torch's own operators (torch.library), and leave torch's global settings (default "
+        "dtype, grad mode, modes, global hooks) as they are.",
+    ),
+    "checker-reached": (
+        ERROR,
+        "Your code reached into the checker",
+        "The checker's reference answers, its cases and its report share your code's process; code that imports "
+        "attn_drill, calls its reference or reaches its objects (stack frames, the garbage collector, tracing) "
+        "could hand back the expected answer instead of computing it, so the check stops here.",
+        "Compute the result from the inputs alone: no attn_drill import, no sys._getframe, inspect.stack, gc or "
+        "sys.settrace in the checked file.",
+    ),
+    "output-reused": (
+        ERROR,
+        "An output was not computed for this call",
+        "Each call must return tensors computed from its own inputs; a tensor returned before for other inputs "
+        "(a cache keyed by shape) or one of the checker's own tensors only looks right.",
+        "Compute the outputs from this call's arguments every time; cache only what depends on nothing but "
+        "the arguments it is keyed by (e.g. a causal mask by its sizes).",
     ),
     "wrong-output-shape": (
         ERROR,

@@ -69,6 +69,8 @@ def _header(rep: Report, ex: "Exercise | None") -> Table:
     grid.add_row("exercise", title)
     grid.add_row("file", text(rep.file, one_line=True))
     grid.add_row("seed", Text(f"{rep.seed}   (replay with --seed {rep.seed})"))
+    if rep.confinement:  # a wall of the sandbox this machine could not put up: say which, once
+        grid.add_row("sandbox", text(f"not fully confined: {rep.confinement}", "yellow"))
     return grid
 
 

@@ -17,6 +17,14 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
+def fresh_warnings():
+    """A warning is printed once per kind per command: each test is a new command."""
+    from attn_drill import listing
+
+    listing.reset_warnings()
+
+
+@pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()

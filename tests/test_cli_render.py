@@ -141,3 +141,15 @@ def test_say_escapes_every_part():
     out, buf = plain()
     render.say(out, "wrote ", ("/p/\x1b[2Jx.py", "bold"), " ok\x1b[0m")
     assert buf.getvalue() == "wrote /p/\\x1b[2Jx.py ok\\x1b[0m\n"
+
+
+def test_a_sandbox_wall_that_is_missing_is_said_once_and_none_when_all_are_up():
+    rep = failing_report()
+    out, buf = plain()
+    render.report(out, rep)
+    assert "sandbox" not in buf.getvalue()
+    rep.confinement = "Landlock ABI 3: other processes can be sent signals"
+    out, buf = plain()
+    render.report(out, rep)
+    lines = [line for line in buf.getvalue().splitlines() if "sandbox" in line]
+    assert len(lines) == 1 and "not fully confined: Landlock ABI 3" in lines[0]

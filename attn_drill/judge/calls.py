@@ -20,12 +20,14 @@ class Outcome:
     module: object = None
     inputs: dict = field(default_factory=dict)
     outputs: tuple | None = None  # the result as the spec's flat tuple of tensors; None when it is not one
+    dtype: torch.dtype = torch.float64  # what the call was given
+    device: str = "cpu"
 
 
 def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu") -> Outcome:
     """Call the user's code on one case under a tracer; never raises."""
     tracer = Tracer(path, spec.forbidden)
-    out = Outcome(case, tracer=tracer)
+    out = Outcome(case, tracer=tracer, dtype=dtype, device=str(device))
     try:
         kwargs = {}
         if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)

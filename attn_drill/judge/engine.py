@@ -8,11 +8,11 @@ from pathlib import Path
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import calls, diagnoses, load, probes
+from attn_drill.judge import audit, calls, diagnoses, forgery, load, probes
 from attn_drill.judge.compare import TOL, diff, where
 from attn_drill.judge.specs import SPECS
 from attn_drill.process import tamper
-from attn_drill.process.tamper import changed_since, snapshot
+from attn_drill.process.tamper import snapshot
 from attn_drill.report import FAIL, PASS, SKIP, STAGES, WARN, Report, Stage
 
 
@@ -31,7 +31,12 @@ class Check:
 
     def run(self) -> Report:
         start = time.perf_counter()
+        audit.arm(self.path)  # from here on, the file's code may not reach into the checker
+        audit.take()
         self.torch_before = snapshot()
+        self.ledger = forgery.Ledger(cache_ok=not self.spec.float_inputs)
+        for case in self.cases:
+            self.ledger.checker(case.inputs.values(), f"the checker's own inputs for {case.label}")
         stages = [self.load, self.api, self.shapes, self.values, self.gradients, self.dtypes, self.device]
         for i, stage in enumerate(stages):
             try:
@@ -43,6 +48,7 @@ class Check:
                 for name in STAGES[i + 1:]:
                     self.stage(name, SKIP, "skipped: an earlier stage failed")
                 break
+        self.last_look()
         self.report.seconds = time.perf_counter() - start
         self.report.sort_findings()
         return self.report
@@ -59,11 +65,28 @@ class Check:
         self.add(finding)
         raise Stop(detail or finding.title)
 
-    def guard(self, outcome: calls.Outcome) -> None:
-        """After every call of user code: torch unchanged, nothing forbidden ran."""
-        changed = changed_since(self.torch_before)
+    def tampered(self, what: str, deep: bool = False, label: str = ""):
+        """torch-modified or checker-reached for what the user's code did so far (what tamper.py put back, what
+        the audit hook stopped), or None."""
+        changed = tamper.changed_since(self.torch_before, deep=deep)  # tamper's, not a name the user can swap here
+        modified, reached = forgery.take_hits()
+        changed += [what_ for _, what_, _ in modified]
         if changed:
-            self.fail(tamper.finding(changed, "your code replaced"))
+            return tamper.finding(changed, what)
+        if reached:
+            return forgery.reached(reached, label)
+        return None
+
+    def guard(self, outcome: calls.Outcome) -> None:
+        """After every call of user code: torch and the checker unchanged and unreached, the outputs computed
+        for this call, nothing forbidden ran."""
+        bad = self.tampered("your code replaced", label=outcome.case.label)
+        if bad:
+            self.fail(bad)
+        if outcome.outputs is not None:
+            bad = self.ledger.call(outcome, self.spec.outputs) or probes.elsewhere(self.spec, outcome)
+            if bad:
+                self.fail(bad)
         t = outcome.tracer
         if t and t.forbidden_calls:
             name, line = t.forbidden_calls[0]
@@ -75,25 +98,53 @@ class Check:
 
     def load(self):
         module, bad = load.load(self.path, self.spec.id)
+        forged = self.tampered("importing your file replaced", deep=True, label="while importing the file")
+        if forged:
+            self.fail(forged)
         if bad:
             self.fail(bad)
-        changed = changed_since(self.torch_before)
-        if changed:
-            self.fail(tamper.finding(changed, "importing your file replaced"))
+        source, _ = load.read_source(self.path)
+        imported = forgery.imports_checker(source, self.path)
+        named = forgery.checker_names(module)
+        if imported or named:
+            line, text = imported or (None, "")
+            where = f"line {line}: {text}" if imported else named
+            self.fail(findings.make("checker-reached", f"your file imports attn_drill, the checker itself ({where})",
+                                    line=line, score=2.0))
         self.module = module
         return PASS, "the file imports"
+
+    def last_look(self) -> None:
+        """After the last stage: what only the deep check sees (a kernel registered underneath torch), and what
+        the user's code did since its last call (a thread). Reported unless the check already failed for it."""
+        forged = self.tampered("your code replaced", deep=True)
+        if forged and not any(f.slug in ("torch-modified", "checker-reached") for f in self.report.findings):
+            self.add(forged)
+
+    def keep_reference(self, outputs, case, dtype=torch.float64) -> None:
+        """The reference's outputs: no output of the user's may share their memory."""
+        label = "" if dtype == torch.float64 else f" ({str(dtype).replace('torch.', '')})"
+        self.ledger.checker(outputs, f"the reference's output for {case.label}{label}")
 
     def api(self):
         target, bad = self.spec.resolve(self.module)
         if bad:
             self.fail(bad)
+        own = forgery.provenance(target)
+        if own:
+            self.fail(findings.make("checker-reached", f"{own}: the checker cannot check itself", score=2.0))
         self.target = target
         if hasattr(self.spec, "build"):  # a module: construct it once and look at its layers
             case = self.cases[0]
             try:
                 _, bad = self.spec.build(target, case, torch.float64)
             except BaseException as e:  # noqa: BLE001
-                self.fail(load.exception_finding(e, self.path, f"while constructing {self.spec.constructor(case)}"))
+                forged = self.tampered("constructing your module replaced", label="while constructing it")
+                self.fail(forged or load.exception_finding(e, self.path,
+                                                           f"while constructing {self.spec.constructor(case)}"))
+            forged = self.tampered("constructing your module replaced", label="while constructing it")
+            if forged:
+                self.fail(forged)
             if bad:
                 self.fail(bad)
             return PASS, "the class, its signature and its layers are as the task says"
@@ -123,6 +174,8 @@ class Check:
 
     def values(self):
         self.refs = [self.spec.unpack(self.spec.reference(c)[0]) for c in self.cases]
+        for c, ref in zip(self.cases, self.refs):
+            self.keep_reference(ref or (), c)
         first_bad = None
         for o, ref in zip(self.outcomes, self.refs):
             if o.error is not None:

@@ -26,6 +26,23 @@ def return_type(spec, o: calls.Outcome):
                          name=name, expected=spec.expected_return())
 
 
+def elsewhere(spec, o: calls.Outcome):
+    """An output on the meta device for a call on a real one: it holds no numbers, so nothing can be compared.
+    (The device stage, on meta, sees the opposite: an output that stays on the CPU, a warning.)"""
+    if o.device == "meta":
+        return None
+    for name, t in zip(spec.outputs, o.outputs):
+        if t.device.type == "meta":
+            calls_ = [line for _, line in (o.tracer.calls if o.tracer else []) if line is not None]
+            line = calls_[-1] if calls_ else None
+            return findings.make(
+                "wrong-return-type", f"{name} comes back on the meta device for inputs on the {o.device} device "
+                f"({o.case.label}): a meta tensor has a shape but no numbers, so there is nothing to compare",
+                line=line, score=1.5, name=o.case.config.get("fn", spec.name),
+                expected=f"{spec.expected_return()}, on the inputs' device")
+    return None
+
+
 def empty_row(check):
     """A query that sees no key may give zeros, uniform weights or NaN; NaN earns a warning."""
     spec = check.spec
@@ -85,6 +102,7 @@ def gradients(check):
     check.guard(o)
     ref, ref_module, ref_x = spec.reference(case, grad=True)
     ref = spec.unpack(ref)
+    check.keep_reference(ref or (), case)
     if o.outputs is None:
         return _grad_warning(check, f"the call with gradients on raised {load.describe(o.error)}" if o.error
                              else "the call with gradients on returned something else", o, o.error)
@@ -134,6 +152,7 @@ def dtypes(check):
             check.add(return_type(spec, o))
             return FAIL, f"{label}: wrong return type"
         ref = spec.unpack(spec.reference(case, dtype)[0])
+        check.keep_reference(ref, case, dtype)
         for name, got, want in zip(spec.outputs, o.outputs, ref):
             if got.dtype != dtype:
                 check.add(findings.make("dtype-not-preserved", f"{name} is {str(got.dtype).replace('torch.', '')} "

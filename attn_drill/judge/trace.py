@@ -3,6 +3,12 @@ the user's line for each torch call, and changes to torch itself.
 
 Everything here is found from behaviour (torch's function mode sees every torch call, torch.ops included),
 never from the source text. (A dispatch mode would see more, but its first use imports torch._dynamo: 1.5 s.)
+
+It also sees the checker's own code doing torch ops while the user's code runs: a function of attn_drill (or
+of the reference) called from the user's code, found on the stack between the op and the user's frame. That
+is the user's code computing with the checker's (its variants, its specs, its reference: the expected answer),
+and it is stopped on the spot (audit.CheckerReached) and reported as `checker-reached`. The checker's own
+hooks and modes that legitimately run inside a user call (HOOKS below) are not counted.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from attn_drill.judge import audit
 
 # Functions that do the exercise, by the name torch's function mode sees (python functions, and torch.ops)
 FORBIDDEN = {
@@ -23,6 +31,11 @@ FORBIDDEN = {
 FACTORIES = {"ones", "zeros", "full", "empty", "arange", "eye", "rand", "randn", "tensor", "as_tensor",
              "scalar_tensor", "linspace", "randint", "tril_indices", "triu_indices"}
 MOVES = {"to", "cuda", "type_as", "to_dense"}  # a tensor moved afterwards is fine
+# the checker's code that runs inside a user call on its own account: modes, hooks (module, function name)
+HOOK_MODULES = frozenset({"attn_drill.judge.trace", "attn_drill.judge.memory", "attn_drill.judge.audit"})
+HOOKS = frozenset({("attn_drill.judge.specs.masks", "ReadsOnMeta.__torch_function__"),
+                   ("attn_drill.judge.cache_probes", "JoinWatch.__torch_function__"),
+                   ("attn_drill.judge.module_hooks", "_record.<locals>.hook")})
 
 
 class Tracer(TorchFunctionMode):
@@ -30,17 +43,28 @@ class Tracer(TorchFunctionMode):
     the user's code made on the default device (a factory with no device=, never moved afterwards):
     on a GPU those meet the CUDA inputs and raise."""
 
-    def __init__(self, user_file: Path, forbidden: dict | None = None):
+    def __init__(self, user_file: Path, forbidden: dict | None = None, record=None):
         super().__init__()
         self.user_file = str(user_file.resolve())
         self.forbidden = FORBIDDEN if forbidden is None else forbidden
+        # record(line, name, args, kwargs, out), called after each call made from the user's file: explain.py
+        # keeps each call's output shape with its line (None for a check: nothing more is kept)
+        self.record = record
         self.forbidden_calls: list[tuple[str, int | None]] = []
         self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
         self._made: dict[int, tuple[str, int]] = {}  # id(tensor) -> (factory, user line)
+        self._globals = None  # the user module's namespace, once a frame of the user's file has shown it
+        self._walker = _walker(self)
+        next(self._walker)
+        self._walker.send(self._walker.gi_frame)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = _name(func)
-        line = self.user_line()
+        line, checker = self._walker.send(None)
+        if checker is not None and line is not None:
+            what = f"runs the checker's own code ({checker}) from its own"
+            audit.HITS.append(("checker-reached", what, line))
+            raise audit.CheckerReached(f"attn-drill stopped this: your code {what}")
         self.calls.append((name, line))
         for key, what in self.forbidden.items():
             if key in name:
@@ -52,6 +76,8 @@ class Tracer(TorchFunctionMode):
                 self._made[id(out)] = (name, line, out)  # keep it alive so its id stays its own
         elif name in MOVES and args and id(args[0]) in self._made:
             del self._made[id(args[0])]
+        if self.record is not None and line is not None:
+            self.record(line, name, args, kwargs, out)
         return out
 
     @property
@@ -62,9 +88,46 @@ class Tracer(TorchFunctionMode):
     def user_line(self) -> int | None:
         return user_line(self.user_file, depth=3)
 
+    def locate(self, frame) -> tuple[int | None, str | None]:
+        """(the user's line on the stack from `frame` outwards, the checker's function between it and `frame`, if
+        any). Frames are told apart by their namespace (reading a frame's code is an audited event, and so costs
+        a call of the audit hook): the user's own, once known, or a module of attn_drill's."""
+        checker = None
+        while frame is not None:
+            g = frame.f_globals
+            if (g is self._globals or self._globals is None) and frame.f_code.co_filename == self.user_file:
+                self._globals = g
+                return frame.f_lineno, checker
+            if checker is None and g is not self._globals:
+                module = g.get("__name__")
+                if _checker(module) and module not in HOOK_MODULES and (
+                        module, frame.f_code.co_qualname) not in HOOKS:
+                    checker = f"{module.replace('attn_drill_reference_', 'the reference ')}.{frame.f_code.co_qualname}"
+            frame = frame.f_back
+        return None, None
+
     def first_line(self, names: set[str], last: bool = False) -> int | None:
         hits = [line for name, line in self.calls if name in names and line is not None]
         return (hits[-1] if last else hits[0]) if hits else None
+
+
+def _walker(tracer):
+    """Hands the tracer the frames of each torch call. Its own frame is sent in once; while it runs, that frame's
+    f_back is whoever resumed it (the tracer's __torch_function__), so no sys._getframe per op: that is an
+    audited call, and with attn-drill's audit hook in place (audit.py) a slow one."""
+    me = yield
+    answer = None
+    while True:
+        yield answer
+        try:
+            answer = tracer.locate(me.f_back.f_back)
+        except Exception:  # noqa: BLE001 - a frame gone odd: no line, no blame
+            answer = (None, None)
+
+
+def _checker(module) -> bool:
+    return isinstance(module, str) and (module == "attn_drill" or module.startswith(("attn_drill.",
+                                                                                      "attn_drill_reference_")))
 
 
 def _name(func) -> str:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
+import ast
 import inspect
+import types
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import torch
 from torch import nn
@@ -75,15 +75,67 @@ def random_params(gen: torch.Generator, shapes: dict[str, tuple[int, int]], bias
     return params
 
 
-@lru_cache(maxsize=None)
+REFERENCES: dict[str, object] = {}  # reference file name -> its module, loaded once per process
+
+
 def reference_module(exercise_file: str):
-    """Import reference/<file> (the model answer) once."""
+    """The model answer reference/<file>, loaded once per process (tamper.snapshot loads them all before any
+    user code runs, and watches their namespaces and classes)."""
+    module = REFERENCES.get(exercise_file)
+    if module is None:
+        module = REFERENCES[exercise_file] = _load_reference(exercise_file)
+    return module
+
+
+def load_references() -> dict[str, object]:
+    """Every reference module, loaded now if not yet."""
     from attn_drill import paths
 
+    for path in sorted(paths.REFERENCE.glob("*.py")):
+        reference_module(path.name)
+    return REFERENCES
+
+
+class _Gated(ast.NodeTransformer):
+    """Puts `__attn_drill_gate__("file: qualname")` first in every function body (after its docstring)."""
+
+    def __init__(self, filename: str):
+        self.filename, self.scope = filename, []
+
+    def visit_ClassDef(self, node):
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+        return node
+
+    def visit_FunctionDef(self, node):
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+        name = ".".join([*self.scope, node.name])
+        call = ast.Expr(ast.Call(ast.Name("__attn_drill_gate__", ast.Load()),
+                                 [ast.Constant(f"{self.filename}: {name}")], []))
+        first = node.body[0]
+        at = 1 if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant) and \
+            isinstance(first.value.value, str) else 0
+        node.body.insert(at, ast.copy_location(call, node.body[min(at, len(node.body) - 1)]))
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+
+def _load_reference(exercise_file: str):
+    """Execute reference/<file> as a module of its own, every function gated (audit.gate): called from the
+    user's code, the reference raises instead of answering."""
+    from attn_drill import paths
+    from attn_drill.judge import audit
+
     path = paths.REFERENCE / exercise_file
-    spec = importlib.util.spec_from_file_location(f"attn_drill_reference_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    tree = _Gated(exercise_file).visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    module = types.ModuleType(f"attn_drill_reference_{path.stem}")
+    module.__file__ = str(path)
+    module.__attn_drill_gate__ = audit.gate
+    exec(compile(ast.fix_missing_locations(tree), str(path), "exec"), vars(module))
     return module
 
 
