@@ -44,4 +44,23 @@ def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, d
     out.outputs = spec.unpack(out.result)
     if out.outputs is not None and any(type(t) is not torch.Tensor for t in out.outputs):
         out.outputs = None  # a Tensor subclass can override __torch_function__ and make any comparison pass
+    elif grad and out.outputs is not None:
+        tracer.forbidden_calls += forbidden_in_graph(out.outputs, spec.forbidden)
     return out
+
+
+def forbidden_in_graph(outputs, forbidden: dict, limit: int = 20_000) -> list[tuple[str, None]]:
+    """Forbidden built-ins found in the autograd graph behind the outputs (SoftmaxBackward0, ...). Code that
+    hides a call from torch's function mode (DisableTorchFunction, popped modes) still leaves its node there."""
+    keys = {k.replace("_", "").lower(): what for k, what in forbidden.items()}
+    todo = [t.grad_fn for t in outputs if t.grad_fn is not None]
+    seen, found = set(), []
+    while todo and len(seen) < limit:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        name = type(node).__name__.lower()
+        found += [(what, None) for key, what in keys.items() if key in name and (what, None) not in found]
+        todo += [nxt for nxt, _ in node.next_functions]
+    return found

@@ -196,6 +196,9 @@ class Check:
                 for f in diagnoses.diagnose(self):
                     self.add(f)
             raise Stop(first_bad)
+        stale = probes.new_values(self)
+        if stale:
+            self.fail(stale, "the same shapes with new values give an old answer")
         warning = probes.empty_row(self)
         note = getattr(self.spec, "pass_note", None)  # an exercise's own addition (flash: peak memory at T=4096)
         extra = f"; {note(self)}" if note else ""

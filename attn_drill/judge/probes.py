@@ -43,6 +43,38 @@ def elsewhere(spec, o: calls.Outcome):
     return None
 
 
+def new_values(check):
+    """The first case again with new values of the same shapes: an answer that follows its inputs follows
+    them here too. One remembered per shape (a cache keyed by shapes, dtype or device, fresh copies or not)
+    gives back the old answer, which the cases alone never show: no two of them share their shapes."""
+    from attn_drill.judge.specs.base import Case
+
+    case = check.cases[0]
+    gen = torch.Generator().manual_seed(check.seed + 1)
+    floats = {n: torch.randn(t.shape, generator=gen, dtype=t.dtype) if t is not None and t.is_floating_point() else t
+              for n, t in case.inputs.items()}
+    if not any(t is not None and t.is_floating_point() for t in case.inputs.values()):
+        return None  # integers only (masks): the same shapes are the same arguments
+    again = Case(case.label + ", new values", floats, case.dims, case.config, case.params)
+    o = calls.run(check.spec, check.target, again, check.path)
+    check.guard(o)
+    ref = check.spec.unpack(check.spec.reference(again)[0])
+    if o.error is not None or o.outputs is None:
+        return None  # raising here and not before is another story, told by the stages that follow
+    for name, got, want in zip(check.spec.outputs, o.outputs, ref):
+        d = diff(got, want, TOL[torch.float64])
+        if not d.ok:
+            old = check.outcomes[0].outputs[check.spec.outputs.index(name)]
+            same = tuple(got.shape) == tuple(old.shape) and bool(torch.equal(got.detach().cpu(), old.detach().cpu()))
+            what = "exactly what it returned for the first inputs" if same else "no longer the right answer"
+            return findings.make(
+                "output-reused", f"given new values of the same shapes ({again.label}), your {name} is {what}: "
+                f"it differs first at ({where(d.index, check.spec.axes[name])}), yours {d.got:.4g}, expected "
+                f"{d.want:.4g}. An answer kept from an earlier call (a cache keyed by shapes) was returned",
+                score=2.0)
+    return None
+
+
 def empty_row(check):
     """A query that sees no key may give zeros, uniform weights or NaN; NaN earns a warning."""
     spec = check.spec

@@ -345,7 +345,8 @@ def _send(sock: socket.socket, msg: dict) -> None:
 
 def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[1]))
-    return serve(sock, json.loads(argv[2]))
+    code = serve(sock, json.loads(argv[2]))
+    os._exit(code)  # torch's interpreter teardown takes 0.5-2 s and nobody waits for anything in it
 
 
 if __name__ == "__main__":
