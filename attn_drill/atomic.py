@@ -79,7 +79,7 @@ def open_lock(path: Path) -> int | None:
                 aside = set_aside(path)
             except OSError:
                 return None
-            from attn_drill.listing import warn
+            from attn_drill.say import warn
 
             warn(f"{path} was not a file; moved it to {aside}.")
         try:

@@ -6,7 +6,7 @@ the files to a worker process (attn_drill.judge) and renders the reports it send
 
 Bad input is a usage error before anything runs: option values out of range or not finite (the ranges
 below), paths the system cannot look up. Text from outside that these messages echo (file names, values)
-is escaped by listing.printable, so it shows rather than acts on the terminal.
+is escaped by say.printable, so it shows rather than acts on the terminal.
 """
 
 import os
@@ -36,7 +36,7 @@ def _say(*parts, err: bool = False) -> None:
 
 def _fail(message: str, *more: str, code: int = EXIT_USAGE) -> NoReturn:
     """A usage error: say what is wrong and what to do (one line each, escaped), exit 2."""
-    from attn_drill.listing import printable
+    from attn_drill.say import printable
 
     _say(("error: ", "bold red"), printable(message), err=True)
     for line in more:
@@ -47,7 +47,7 @@ def _fail(message: str, *more: str, code: int = EXIT_USAGE) -> NoReturn:
 
 def _show(path) -> str:
     """A path for a message: escaped, and shortened in the middle when it is very long."""
-    from attn_drill.listing import printable
+    from attn_drill.say import printable
 
     return printable(str(path), limit=SHOWN_PATH)
 

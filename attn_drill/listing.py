@@ -1,10 +1,6 @@
 """`attn-drill list` as plain aligned text: rich's import alone would double the command's time.
 
 Colour is plain ANSI, only on a terminal and never with NO_COLOR set.
-
-Also the two pieces of plain-text output every command shares without rich: `printable`, the one place
-text from outside (file names, what the user's code raised or printed, files on disk) is made safe for a
-terminal, and `warn`, one escaped line on stderr.
 """
 
 from __future__ import annotations
@@ -32,58 +28,6 @@ def duration(seconds: float | None) -> str:
     if s < 3600:
         return f"{s // 60}m {s % 60:02d}s"
     return f"{s // 3600}h {s % 3600 // 60:02d}m"
-
-
-# Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts a sequence that can
-# recolour, clear or retitle; a lone CSI byte \x9b does too on some terminals; \r rewrites the line), the
-# bidirectional overrides that reorder what is shown, line separators, and the surrogates that stand for
-# bytes of a file name that are not UTF-8 (they could not even be encoded for printing).
-_UNSAFE = "\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-_ONE_LINE = re.compile(f"[\x00-\x1f{_UNSAFE}]")
-_LINES = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE}]")  # keeps \t and \n
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape(match: re.Match) -> str:
-    c = match.group()
-    o = ord(c)
-    if c in _NAMED:
-        return _NAMED[c]
-    if 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): show the byte
-        return f"\\x{o - 0xDC00:02x}"
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
-
-
-def printable(text: object, *, multiline: bool = False, limit: int | None = None) -> str:
-    """`text` with every character a terminal would act on shown as an escape (\\x1b, \\r, \\u202e).
-    multiline keeps newlines and tabs; `limit` shortens the middle of a longer result (a 5000-byte path)."""
-    s = (_LINES if multiline else _ONE_LINE).sub(_escape, str(text))
-    if limit is not None and len(s) > limit:
-        keep = max(limit - 1, 2)
-        s = s[:keep - keep // 3] + "…" + s[len(s) - keep // 3:]
-    return s
-
-
-_warned: set[str] = set()
-
-
-def reset_warnings() -> None:
-    """A new command: every warning may be said once again (tests run many commands in one process)."""
-    _warned.clear()
-
-
-def warn(message: str, *, once: str | None = None) -> None:
-    """One line on stderr (never stdout: --json output stays clean), escaped; with `once`, only the first
-    warning of that kind in this command (a read-only home would otherwise say so at every write)."""
-    if once is not None:
-        if once in _warned:
-            return
-        _warned.add(once)
-    try:
-        sys.stderr.write(f"warning: {printable(message)}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):  # stderr closed: nobody to tell
-        pass
 
 
 def use_colour() -> bool:

@@ -1,7 +1,7 @@
 """Everything the user sees, drawn with rich. The checker returns data; this turns it into text.
 
 All text that comes from a report or a file is put in `Text` objects, never parsed as markup, so a
-shape like "[2, 4]" in evidence prints as written, and goes through `text()` (listing.printable): what the
+shape like "[2, 4]" in evidence prints as written, and goes through `text()` (say.printable): what the
 user's code raised or printed and the names of files reach the terminal escaped ("\x1b[2J" shows as
 those characters; it never clears the screen or forges a coloured PASSED). Colours are a bonus: with
 NO_COLOR or a pipe the marks, words and shade characters carry the same information.
@@ -16,7 +16,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from attn_drill.listing import printable
+from attn_drill.say import printable
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from typing import Iterator
 
 from attn_drill import paths
 from attn_drill.atomic import is_regular, set_aside
-from attn_drill.listing import warn
+from attn_drill.say import warn
 
 VERSION = 1
 NEW, STARTED, PASSED = "new", "started", "passed"

@@ -19,9 +19,9 @@ import pytest
 @pytest.fixture(autouse=True)
 def fresh_warnings():
     """A warning is printed once per kind per command: each test is a new command."""
-    from attn_drill import listing
+    from attn_drill import say
 
-    listing.reset_warnings()
+    say.reset_warnings()
 
 
 @pytest.fixture(autouse=True)

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import cli, commands, history, listing, paths, state
+from attn_drill import cli, commands, history, listing, paths, say, state
 from conftest import attn_drill_script
 
 ESC = "\x1b"
@@ -38,7 +38,7 @@ ESC = "\x1b"
 
 @pytest.fixture(autouse=True)
 def fresh_warnings():
-    listing.reset_warnings()
+    say.reset_warnings()
 
 
 def invoke(*args: str):
@@ -420,7 +420,7 @@ def test_stats_and_warnings_escape_what_the_history_and_paths_hold(run_script, h
 
 
 def test_printable_keeps_text_and_escapes_controls():
-    p = listing.printable
+    p = say.printable
     assert p("plain [bold]text[/bold] é 中") == "plain [bold]text[/bold] é 中"
     assert p("a\x1b[2Jb\r\x07\x9b\u202e") == "a\\x1b[2Jb\\r\\x07\\x9b\\u202e"
     assert p("two\nlines\tok", multiline=True) == "two\nlines\tok" and p("two\nlines") == "two\\nlines"

@@ -22,7 +22,7 @@ import torch
 from attn_drill.judge import audit, calls, forgery, probes, variants
 from attn_drill.judge.compare import TOL
 from attn_drill.judge.specs import SPECS
-from attn_drill.judge.specs.base import Case, reference_module
+from attn_drill.judge.specs.base import Case, load_references, reference_module
 from attn_drill.judge.trace import Tracer
 from attn_drill.process import tamper
 
@@ -196,10 +196,10 @@ def user_module(tmp_path):
     spec = importlib.util.spec_from_file_location("forgery_test_user", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    audit.arm(path)
+    audit.arm(path, load_references())
     audit.take()
     yield module
-    audit.arm(tmp_path / "nobody.py")
+    audit.arm(tmp_path / "nobody.py", load_references())
     audit.take()
 
 

@@ -103,7 +103,7 @@ EVIDENCE = {
     "checker-reached__profiler_frames": ["sys.setprofile", "your line 14"],
     "checker-reached__subclasses_reference": ["derives from MultiHeadAttention", "reference/mha.py"],
     "checker-reached__reference_masks": ["calls the checker's reference masks.py: attention_mask", "your line 18"],
-    "output-reused__cache_by_shape": ["query 1 sees no key shares its memory with the out your code returned"],
+    "output-reused__cache_by_shape": ["shares its memory with the out your code returned", "not computed for this call"],
     "wrong-return-type__meta_outputs": ["meta device", "nothing to compare"],
 }
 

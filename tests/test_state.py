@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import catalogue, commands, history, listing, state
+from attn_drill import catalogue, commands, history, listing, say, state
 from attn_drill.report import FAIL, PASS, Finding, Report, Stage
 
 @pytest.fixture(autouse=True)
 def fresh_warnings():
     """Each test is one command: a warning said "once" in an earlier test may be said again."""
-    listing.reset_warnings()
+    say.reset_warnings()
 
 MHA = catalogue.get("mha")
 

@@ -91,12 +91,11 @@ def _armed(file=None, folder=None, made=None, ours=frozenset()):
     return file, folder, made, ours
 
 
-def arm(path) -> None:
-    """From now on `path` (and its folder) is the user's code. The engine calls it before the file loads."""
-    from attn_drill.judge.specs.base import load_references
-
+def arm(path, references: dict) -> None:
+    """From now on `path` (and its folder) is the user's code; `references` are the loaded reference modules
+    (specs.base.load_references()). The engine calls it before the file loads."""
     install()
-    ours = frozenset(id(vars(m)) for m in load_references().values())
+    ours = frozenset(id(vars(m)) for m in references.values())
     file = os.path.realpath(path)
     _armed.__defaults__ = (file, os.path.dirname(file) + os.sep, {}, ours)
 

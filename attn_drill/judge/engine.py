@@ -11,6 +11,7 @@ from attn_drill import findings
 from attn_drill.judge import audit, calls, diagnoses, forgery, load, probes
 from attn_drill.judge.compare import TOL, diff, where
 from attn_drill.judge.specs import SPECS
+from attn_drill.judge.specs.base import load_references
 from attn_drill.process import tamper
 from attn_drill.process.tamper import snapshot
 from attn_drill.report import FAIL, PASS, SKIP, STAGES, WARN, Report, Stage
@@ -31,7 +32,7 @@ class Check:
 
     def run(self) -> Report:
         start = time.perf_counter()
-        audit.arm(self.path)  # from here on, the file's code may not reach into the checker
+        audit.arm(self.path, load_references())  # from here on, the file's code may not reach into the checker
         audit.take()
         self.torch_before = snapshot()
         self.ledger = forgery.Ledger(cache_ok=not self.spec.float_inputs)

@@ -102,6 +102,7 @@ def snapshot() -> Snapshot:
     from attn_drill.judge import audit
     from attn_drill.judge.specs.base import load_references
 
+    kernels = _kernels(deep=True)  # first: its canary imports sympy (0.5 s), cheaper without the hook
     audit.install()
     references = load_references()
     snap = Snapshot()
@@ -120,7 +121,7 @@ def snapshot() -> Snapshot:
         _add_module(snap, f"reference/{file}", mod, mod.__name__, sep=":")
         _add_tables(snap, f"reference/{file}", mod)
     snap.state = _state()
-    snap.kernels = _kernels(deep=True)
+    snap.kernels = kernels
     return snap
 
 
@@ -226,11 +227,12 @@ def _torch_own(old, new, _getattr=getattr, _any=any) -> bool:
     code = _getattr(new, "__code__", None)
     if code is None or _getattr(new, "__wrapped__", None) is not old:
         return False
-    cells = [c.cell_contents for c in (new.__closure__ or ()) if _filled(c)]
+    cells = [c.cell_contents for c in (new.__closure__ or ()) if filled(c)]
     return code.co_filename.startswith(_TORCH_DIR) and _any(c is old for c in cells)
 
 
-def _filled(cell) -> bool:
+def filled(cell) -> bool:
+    """Whether a closure cell holds a value (an empty one raises on reading)."""
     try:
         cell.cell_contents
     except ValueError:

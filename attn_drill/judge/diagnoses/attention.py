@@ -7,7 +7,7 @@ import torch
 from attn_drill import findings
 from attn_drill.judge import load, module_hooks
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of,
+from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of, locate,
                                         scale_finding, variant_finding)
 from attn_drill.judge.variants import Knobs
 
@@ -70,7 +70,7 @@ def mask_head_broadcast(check):
 
 def located(check):
     """An evidence tail for variant_finding: where the user's module first departs from the reference."""
-    return lambda _example: check.spec.locate(check)
+    return lambda _example: locate(check)
 
 
 @diagnosis("wrong-head-split", ("mha", "mha-fused", "gqa"))

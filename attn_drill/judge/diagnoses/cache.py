@@ -15,7 +15,7 @@ import torch
 from attn_drill import findings
 from attn_drill.judge import cache_probes, load, rope_fit, variants_cache
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import (MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
+from attn_drill.judge.diagnoses import (LOCATORS, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
                                         variant_finding)
 from attn_drill.judge.variants_cache import SCALES, CacheKnobs, scale_of
 
@@ -392,3 +392,6 @@ def locate(check) -> str:
     if cache_probes.values_turned(check):
         parts.append("your cached values are turned like keys: RoPE applies to q and k only, never to v")
     return "; ".join(parts) if parts else "no call of a case could be compared"
+
+
+LOCATORS["kv-cache"] = locate

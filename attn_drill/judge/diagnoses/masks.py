@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
-from attn_drill.judge.diagnoses import diagnosis
+from attn_drill.judge.diagnoses import LOCATORS, diagnosis
 from attn_drill.judge.specs.masks import NAMES, MaskKnobs
 
 COMPARE = {"__le__", "le", "__lt__", "lt", "__ge__", "ge", "__gt__", "gt", "tril", "triu", "tril_", "triu_"}
@@ -165,3 +165,6 @@ def by_function(check) -> str:
         said = "raised" if o.outputs is None else first_row(o.case, o.outputs[0].cpu(), r[0])
         parts.append(f"{name} is wrong on {len(wrong)} of {len(mine)} ({o.case.label}: {said})")
     return "; ".join(parts)
+
+
+LOCATORS["masks"] = by_function

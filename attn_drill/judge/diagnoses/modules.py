@@ -7,7 +7,8 @@ honour every knob, and say what their own layers should see for module_hooks).
 from __future__ import annotations
 
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import MATCH, RESHAPES, diagnosis, first_outcome, line_of, variant_finding
+from attn_drill.judge.diagnoses import (MATCH, RESHAPES, diagnosis, first_outcome, line_of, locate,
+                                        variant_finding)
 from attn_drill.judge.variants import Knobs, attention, linear, split_heads
 
 SPLITS = RESHAPES | {"split", "chunk", "unbind", "unflatten", "__getitem__"}
@@ -23,7 +24,7 @@ def qkv_split_order(check):
                         line=line_of(first_outcome(check), SPLITS))
     if f:
         f.evidence += f"; expected q, k, v = W_qkv(x).split({D}, dim=-1), then each viewed as (B, T, H, d)"
-        f.evidence += "; " + check.spec.locate(check)
+        f.evidence += "; " + locate(check)
     return f
 
 

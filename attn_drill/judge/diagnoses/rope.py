@@ -16,7 +16,7 @@ import torch
 from attn_drill import findings
 from attn_drill.judge import rope_fit
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import MATCH, diagnosis, line_of, match
+from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, line_of, match
 from attn_drill.judge.rope_fit import ANGLE_TOL, FREQUENCIES, Rotation
 from attn_drill.judge.variants import Knobs
 
@@ -314,3 +314,6 @@ def _stretched(r: Reading) -> str:
 def _matches(check, r: Reading) -> bool:
     i = check.outcomes.index(r.outcome)
     return all(closeness(a, b) <= MATCH for a, b in zip(r.outcome.outputs, check.refs[i]))
+
+
+LOCATORS["rope"] = describe  # what the fit reads off the first failing case: pairs, lengths, angles

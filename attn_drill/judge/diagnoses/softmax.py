@@ -6,7 +6,7 @@ import torch
 
 from attn_drill import findings
 from attn_drill.judge.compare import TOL, closeness, diff
-from attn_drill.judge.diagnoses import MATCH, diagnosis, line_of
+from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, line_of
 
 NORMALISE = {"sum", "logsumexp", "div", "__truediv__", "__itruediv__", "div_"}
 SHIFT = {"exp", "exp_", "amax", "max", "sub", "__sub__", "__isub__", "sub_"}
@@ -143,3 +143,16 @@ def _why(x: torch.Tensor, dim: int, bad: torch.Tensor) -> str:
     span = span[torch.isfinite(span)]
     return (f"their entries span {float(span.min()):.3g}..{float(span.max()):.3g}: only each slice's own max keeps "
             "every exponent <= 0")
+
+
+def slices_sum(check) -> str:
+    """For the values-mismatch fallback: do the user's slices along dim still sum to 1?"""
+    for o, ref in zip(check.outcomes, check.refs):  # the case values-mismatch names
+        if o.outputs is not None and closeness(o.outputs[0], ref[0]) > MATCH:
+            dim = -1 if o.case.dims["dim"] is None else o.case.dims["dim"]
+            sums = o.outputs[0].detach().double().sum(dim)
+            return f"there, your slices along dim sum to {float(sums.min()):.4g}..{float(sums.max()):.4g}, not 1"
+    return "no case returned a tensor"
+
+
+LOCATORS["softmax"] = slices_sum

@@ -115,6 +115,3 @@ class KVCacheSpec(ModuleSpec):
         return variants_cache.run(case.params, case.dims, case.config["rope_base"], x["x"], case.dims["steps"],
                                   past, knobs)
 
-    def locate(self, check) -> str:
-        from attn_drill.judge.diagnoses.cache import locate
-        return locate(check)

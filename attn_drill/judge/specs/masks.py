@@ -135,11 +135,6 @@ class MasksSpec(Spec):
         B = case.inputs["lengths"].numel()
         return {"mask": (B, c["t"]) if c["fn"] == "padding_mask" else (B, 1, c["t"], c["t"])}
 
-    def locate(self, check) -> str:
-        """Which of the three functions give wrong masks, from the cases."""
-        from attn_drill.judge.diagnoses.masks import by_function
-        return by_function(check)
-
     def grad_inputs(self, x, module):
         return {}
 

@@ -79,10 +79,6 @@ class RopeSpec(Spec):
     def expected_return(self) -> str:
         return "a tensor shaped like x"
 
-    def locate(self, check) -> str:
-        """What the fit reads off the first failing case: pairs, lengths, angles."""
-        from attn_drill.judge.diagnoses.rope import describe
-        return describe(check)
 
     def grad_inputs(self, x, module):
         return {"x": x["x"]}
