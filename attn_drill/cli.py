@@ -16,8 +16,9 @@ from typing import List, Optional
 
 from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, cmd_check, cmd_hint, cmd_list, cmd_reset,
                                  cmd_solution, cmd_start)
+from attn_drill.commands_explain import cmd_explain
 from attn_drill.commands_practice import cmd_mock, cmd_stats, cmd_watch
-from attn_drill.listing import reset_warnings
+from attn_drill.say import reset_warnings
 
 APP_HELP = ("Drill the attention coding round: write SDPA, multi-head attention, masks... by hand, "
             "and get told which mistake you made.")
@@ -31,6 +32,7 @@ COMMANDS = {  # name: one-line help, for typer's help and for the fast root help
     "reset": "Put the skeleton back (after a backup).",
     "watch": "Check your file again on every save.",
     "mock": "A timed mock interview, follow-up questions, a scorecard.",
+    "explain": "Questions about your own passing file: shapes, costs, why.",
     "stats": "Your progress: times, passes, frequent mistakes, mock scores.",
 }
 # Equal to attn_drill.judge.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
@@ -201,7 +203,8 @@ def get_app():
     @cmd("mock", "Picks an exercise (untried and weakest first) unless --exercise, writes a fresh file in "
                  "attn-practice/mock/ (your practice file is never touched) and counts down from its target "
                  "time. Every save is checked; it ends on a pass, at time-out or when you press q. Then "
-                 "three follow-up questions and a scorecard, kept in your history (attn-drill stats). "
+                 "follow-up questions (after a pass, 4-5 about your own file, as attn-drill explain asks) and a "
+                 "scorecard, kept in your history (attn-drill stats). "
                  "Ctrl-C leaves it: the clock keeps running and attn-drill mock resumes it. Exit status: "
                  "0 if you passed, 1 if not, 130 when left for later.")
     def mock(
@@ -216,11 +219,32 @@ def get_app():
             metavar="N", show_default=False, help=f"Seed for the pick, the questions and the checks ({SEED_HELP}).")] = None,
         answers: Annotated[Optional[str], typer.Option(
             metavar="1,3,2", show_default=False,
-            help="Answers to the follow-up questions, for scripts (no keyboard needed).")] = None,
+            help="Answers to the follow-up questions, for scripts (no keyboard needed): choice numbers, and "
+                 "shapes in symbols (\"B H Tq Tk,2,1\").")] = None,
         abandon: Annotated[bool, typer.Option(
             "--abandon", help="Drop the mock in progress (its file stays) and exit.")] = False,
     ) -> None:
         raise SystemExit(cmd_mock(exercise_id, minutes, strict, seed, answers, abandon))
+
+    @cmd("explain", "Checks the file of the exercise (the one started last if no ID): it must pass. Then 4-5 "
+                    "questions about your own lines: the shape a line makes (typed in symbols, B H Tq Tk), what a "
+                    "tensor costs at real sizes, why a line does what it does, what breaks if it changes. Each "
+                    "answer is explained at once; the round goes into your history (attn-drill stats). Without a "
+                    "terminal give --answers, or --json to print the questions. Exit status: 0 after the round, "
+                    "1 if the file does not pass, 2 for a usage error.")
+    def explain(
+        exercise_id: OptId = None,
+        answers: Annotated[Optional[str], typer.Option(
+            metavar='"B H T d,2,1"', show_default=False,
+            help="The answers, in order, separated by commas (by ; if a shape keeps its commas): shapes in "
+                 "symbols, choices by number. For scripts: no terminal needed.")] = None,
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="Print the round as JSON (with --answers: what you gave and whether it was right).")] = False,
+        seed: Annotated[Optional[int], typer.Option(
+            metavar="N", show_default=False, help=f"Seed for the case and the questions ({SEED_HELP}).")] = None,
+        timeout: Timeout = None,
+    ) -> None:
+        raise SystemExit(cmd_explain(exercise_id, answers, as_json, seed, timeout))
 
     @cmd("stats", "Per exercise: attempts, passes, best and median solve time, the most frequent mistakes; "
                   "then recent mock scores and their trend. From the history of every check and mock.")

@@ -32,13 +32,13 @@ def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional
 
 def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool, seed: Optional[int],
              answers: Optional[str], abandon: bool) -> int:
-    from attn_drill import mock, questions, render, render_mock
+    from attn_drill import explain, mock, render, render_mock
 
     seed, minutes = valid_seed(seed), valid_number("--minutes", minutes, MINUTES_RANGE, "minutes")
     try:
-        scripted = questions.parse_answers(answers)
+        scripted = explain.parse_answers(answers)  # choice numbers, and shapes for the questions on your own file
     except ValueError as e:
-        _fail(f"--answers: {e}.", "give the choice numbers in order, e.g. --answers 1,3,2")
+        _fail(f"--answers: {e}.", 'give the answers in order, e.g. --answers 1,3,2 or --answers "B H Tq Tk,2,1"')
     forced = _exercise(exercise_id) if exercise_id else None
     out = render.console()
     try:

@@ -29,7 +29,7 @@ from typing import Iterator
 
 from attn_drill import paths
 from attn_drill.atomic import is_regular, set_aside
-from attn_drill.listing import warn
+from attn_drill.say import warn
 
 FILENAME = "history.sqlite3"
 BUSY_MS = 10_000  # a writer waits this long for another; each write holds the lock for milliseconds
@@ -73,6 +73,21 @@ MIGRATIONS: list[tuple[str, str]] = [
             scorecard TEXT NOT NULL             -- the whole scorecard, JSON
         );
         CREATE INDEX mocks_by_time ON mocks (ended_at);
+    """),
+    ("0004-explains", """
+        CREATE TABLE explains (
+            id INTEGER PRIMARY KEY,
+            exercise TEXT NOT NULL,
+            at REAL NOT NULL,
+            source TEXT NOT NULL DEFAULT 'explain',  -- explain, or mock (a mock's follow-up after a pass)
+            mock TEXT,                               -- the mock's id, for a mock's round
+            file TEXT,
+            seed INTEGER,
+            right INTEGER NOT NULL,
+            total INTEGER NOT NULL,
+            questions TEXT NOT NULL DEFAULT '[]'     -- JSON: [{"kind", "line", "right"}], in the order asked
+        );
+        CREATE INDEX explains_by_exercise ON explains (exercise, at);
     """),
 ]
 
@@ -319,24 +334,40 @@ def record_mock(card: dict) -> bool:
          int(card["passed"]), card["seconds_used"], card["target_seconds"], card["score"], json.dumps(card)))
 
 
+def record_explain(exercise: str, questions: list[dict], *, source: str = "explain", mock: str | None = None,
+                   file: str | None = None, seed: int | None = None, at: float | None = None) -> bool:
+    """One explain round: each question's kind (shape, breaks, cost, concept), line and whether it was right."""
+    right = sum(bool(q.get("right")) for q in questions)
+    return _write("explain round", """
+        INSERT INTO explains (exercise, at, source, mock, file, seed, right, total, questions)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (exercise, time.time() if at is None else at, source, mock, file, seed, right, len(questions),
+         json.dumps([{"kind": q.get("kind"), "line": q.get("line"), "right": bool(q.get("right"))}
+                     for q in questions])))
+
+
 # -- reading -------------------------------------------------------------------------------------
-def checks(exercise: str | None = None) -> list[dict]:
-    """Every recorded check, oldest first (slugs and warnings as lists)."""
+def _rows(sql: str, args: tuple = ()) -> list[dict]:
+    """The rows a query returns, as dicts; none when nothing was recorded yet (no file is created just to
+    read it) or the file cannot be read (said once). Rows whose exercise or time has the wrong type are left
+    out: SQLite keeps any type in any column, and such a row was written by someone else."""
     if not _exists():
-        return []  # nothing recorded yet: do not create a file just to read it
-    where, args = ("WHERE exercise = ?", (exercise,)) if exercise else ("", ())
+        return []
     try:
         with connect(reading=True) as conn:
             conn.row_factory = sqlite3.Row
-            rows = conn.execute(f"SELECT * FROM checks {where} ORDER BY at, id", args).fetchall()
+            rows = conn.execute(sql, args).fetchall()
     except (sqlite3.Error, OSError) as e:
         _unreadable(e)
         return []
+    return [d for d in map(dict, rows) if isinstance(d["exercise"], str) and _number(d["at"])]
+
+
+def checks(exercise: str | None = None) -> list[dict]:
+    """Every recorded check, oldest first (slugs and warnings as lists)."""
+    where, args = ("WHERE exercise = ?", (exercise,)) if exercise else ("", ())
     out = []
-    for r in rows:
-        d = dict(r)
-        if not isinstance(d["exercise"], str) or not _number(d["at"]):
-            continue  # SQLite keeps any type in any column: a row written by someone else
+    for d in _rows(f"SELECT * FROM checks {where} ORDER BY at, id", args):
         d["passed"] = bool(d["passed"])
         d["slugs"], d["warnings"] = _list(d["slugs"]), _list(d["warnings"])
         out.append(d)
@@ -386,6 +417,20 @@ def progress() -> dict[str, Progress]:
 
 def progress_of(exercise: str) -> Progress:
     return progress().get(exercise, Progress())
+
+
+def explains() -> list[dict]:
+    """Every explain round, oldest first, its questions as a list of {"kind", "line", "right"}."""
+    out = []
+    for d in _rows("SELECT * FROM explains ORDER BY at, id"):
+        try:
+            qs = json.loads(d["questions"]) if isinstance(d["questions"], str) else []
+        except (ValueError, RecursionError):
+            qs = []
+        d["questions"] = [q for q in qs if isinstance(q, dict) and isinstance(q.get("kind"), str)] \
+            if isinstance(qs, list) else []
+        out.append(d)
+    return out
 
 
 def mocks(limit: int | None = None) -> list[dict]:

@@ -10,6 +10,8 @@ follow-up questions, score. No torch, no rich: what the user sees goes through a
   written inside for the message the second one shows. The kernel drops the lock if the process dies.
 - Time comes from `now()`: ATTN_DRILL_CLOCK may name a file holding a fake "now" (seconds since the
   epoch) so that tests move the clock instead of waiting for minutes.
+- After a pass, the follow-up asks about the user's own mock file (explain.py: shapes at their lines, a cost,
+  why, what breaks), topped up with bank questions to N_FOLLOW_UP; without a pass, N_QUESTIONS bank ones.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from attn_drill import catalogue, history, paths, questions
+from attn_drill import catalogue, explain, history, paths, questions
 from attn_drill.catalogue import Exercise
 
 CLOCK_ENV = "ATTN_DRILL_CLOCK"
 N_QUESTIONS = 3
+N_FOLLOW_UP = 4  # after a pass: at least this many follow-ups, the explain round's first (it asks up to 5)
 POLL = 0.05  # seconds between looks at the keyboard, the file and the clock
 MOCK_DIR = "mock"  # inside the practice folder: ./attn-practice/mock/<file>
 # The score, out of 100: a pass 50, time 20 (all of it up to the target, none from twice the target),
@@ -70,6 +73,8 @@ class Session:
     ended_at: float | None = None
     question_ids: list[str] = field(default_factory=list)
     answers: list[int | None] = field(default_factory=list)
+    explain: list[dict] = field(default_factory=list)  # after a pass: questions on the user's own file, asked first
+    explain_answers: list[str | None] = field(default_factory=list)
 
     def left(self) -> float:
         return self.limit_seconds - (now() - self.started_at)
@@ -150,6 +155,8 @@ SESSION_FIELDS = {
     "ended_at": _optional(_number),
     "question_ids": _strings,
     "answers": lambda v: isinstance(v, list) and all(a is None or type(a) is int for a in v),
+    "explain": lambda v: isinstance(v, list) and all(explain.well_formed(q) for q in v),
+    "explain_answers": lambda v: isinstance(v, list) and all(a is None or isinstance(a, str) for a in v),
 }
 
 
@@ -162,7 +169,7 @@ def _check_session(s: Session) -> None:
 
 def _set_aside(path: Path, why: Exception) -> None:
     from attn_drill.atomic import set_aside
-    from attn_drill.listing import warn
+    from attn_drill.say import warn
 
     try:
         where = f"moved it to {set_aside(path)}"
@@ -178,7 +185,7 @@ def save(session: Session) -> None:
     try:
         write_atomic(session_file(), (json.dumps(asdict(session), indent=2) + "\n").encode("utf-8"), mode=0o600)
     except OSError as e:
-        from attn_drill.listing import warn
+        from attn_drill.say import warn
 
         warn(f"could not save the mock in {paths.home()} ({e.strerror or e}): it goes on, but cannot be resumed "
              "if you leave it.", once="progress")
@@ -263,7 +270,7 @@ def begin(ex: Exercise, *, minutes: float | None, strict: bool, seed: int | None
 
 
 # -- running -------------------------------------------------------------------------------------------
-def run(session: Session, ui, keys, *, answers: list[int] | None = None) -> int:
+def run(session: Session, ui, keys, *, answers: list[str] | None = None) -> int:
     """Take the session from wherever it stands to its scorecard. Ctrl-C leaves it to be resumed
     (exit 130); the end returns 0 on a pass, 1 otherwise."""
     from attn_drill.watch import Checker
@@ -280,6 +287,9 @@ def run(session: Session, ui, keys, *, answers: list[int] | None = None) -> int:
         return 130
     card = scorecard(session)
     history.record_mock(card)
+    if session.explain:
+        history.record_explain(session.exercise, explain.kinds_missed(session.explain, session.explain_answers),
+                               source="mock", mock=session.id, file=session.file, seed=session.seed)
     drop()
     ui.scorecard(card, ex)
     return 0 if card["passed"] else 1
@@ -354,21 +364,54 @@ def _end(session: Session, ex: Exercise, ui, checker, why: str) -> None:
         _check(session, ex, ui, checker)
     session.ended_by, session.ended_at = why, end
     rng = random.Random(session.seed)
-    asked = {q for card in history.mocks(limit=5) for q in card.get("questions", {}).get("ids", [])}
-    session.question_ids = [q.id for q in questions.pick(ex.concepts, N_QUESTIONS, rng=rng, avoid=asked)]
+    asked = {q for card in history.mocks(limit=5) for q in _ids(card)}
+    n = N_QUESTIONS
+    if session.last and session.last["passed"]:
+        session.explain = _explain(session, ex, ui, checker, asked)
+        asked |= {q["bank_id"] for q in session.explain if q.get("bank_id")}
+        n = max(0, N_FOLLOW_UP - len(session.explain))
+    session.question_ids = [q.id for q in questions.pick(ex.concepts, n, rng=rng, avoid=asked)] if n else []
     session.phase = "questions"
     save(session)
 
 
-def _questions(session: Session, ui, keys, scripted: list[int] | None) -> None:
+def _ids(card: dict) -> list:
+    q = card.get("questions")
+    return q.get("ids", []) if isinstance(q, dict) else []
+
+
+def _explain(session: Session, ex: Exercise, ui, checker, asked: set[str]) -> list[dict]:
+    """The questions on the user's own passing file, traced in the mock's warm pool; [] if that fails."""
+    ui.tracing()
+    seed = session.seed if session.seed is not None else random.randrange(10_000)
+    r = explain.build(Path(session.file), ex.id, seed, pool=checker.pool, avoid=asked)
+    return r.questions
+
+
+def _questions(session: Session, ui, keys, scripted: list[str] | None) -> None:
+    """The follow-up: the questions on the user's own file first (after a pass), then the bank's."""
     bank = questions.bank()
     asked = [bank[i] for i in session.question_ids if i in bank]
+    first, total = len(session.explain), len(session.explain) + len(asked)
+    for i, q in enumerate(session.explain):
+        if i < len(session.explain_answers):
+            continue  # answered before a restart
+        ui.explain_question(q, i + 1, total)
+        if scripted is not None:
+            given = scripted[i] if i < len(scripted) else None
+        else:
+            given = keys.line(ui.echo) if not q.get("choices") else _str(keys.choice(len(q["choices"])))
+        ui.explain_answer_given(q, given, scripted=scripted is not None)
+        session.explain_answers.append(given)
+        save(session)
+        ui.explain_answered(q, given)
     for i, q in enumerate(asked):
         if i < len(session.answers):
             continue  # answered before a restart
-        ui.question(q, i + 1, len(asked))
+        ui.question(q, first + i + 1, total)
         if scripted is not None:
-            choice = scripted[i] if i < len(scripted) else None
+            given = scripted[first + i] if first + i < len(scripted) else None
+            choice = int(given) if given and given.isdigit() else None
         else:
             choice = keys.choice(len(q.choices))
         ui.answer_given(choice, scripted=scripted is not None)
@@ -379,16 +422,23 @@ def _questions(session: Session, ui, keys, scripted: list[int] | None) -> None:
     save(session)
 
 
+def _str(choice: int | None) -> str | None:
+    return None if choice is None else str(choice)
+
+
 def scorecard(session: Session) -> dict:
     bank = questions.bank()
     asked = [bank[i] for i in session.question_ids if i in bank]
     right = sum(q.is_right(a) for q, a in zip(asked, session.answers))
+    mine = explain.kinds_missed(session.explain, session.explain_answers + [None] * len(session.explain))
+    explained = sum(q["right"] for q in mine)
+    follow_ups = len(asked) + len(mine)  # the questions' 30 points are shared by every follow-up
     passed = bool(session.last and session.last["passed"])
     used, target = session.used, session.target_seconds
     points = {
         "pass": PASS_POINTS if passed else 0,
         "time": round(TIME_POINTS * max(0.0, min(1.0, (2 * target - used) / target))) if passed else 0,
-        "questions": round(QUESTION_POINTS * right / len(asked)) if asked else 0,
+        "questions": round(QUESTION_POINTS * (right + explained) / follow_ups) if follow_ups else 0,
         "hints": -HINT_COST * session.hints,
     }
     return {
@@ -399,6 +449,8 @@ def scorecard(session: Session) -> dict:
         "checks": session.checks, "hints": session.hints,
         "questions": {"ids": [q.id for q in asked], "answers": session.answers[:len(asked)],
                       "right": right, "total": len(asked)},
+        "explained": {"questions": mine, "answers": session.explain_answers[:len(mine)], "right": explained,
+                      "total": len(mine)},
         "mistakes": [{"slug": s, "count": n} for s, n in Counter(session.mistakes).items()],
         "points": points, "score": max(0, min(100, sum(points.values()))),
     }
@@ -443,6 +495,38 @@ class Keys:
             if not key.isspace():
                 return key.lower()
         return None
+
+    def line(self, echo) -> str | None:
+        """A line typed at the keyboard (a shape answer), each key passed to `echo` as it comes (cbreak mode
+        does not echo): Enter ends it, Backspace takes a character back. None if stdin closes first."""
+        typed = ""
+        while True:
+            if not self.pending and not self.closed:
+                self._fill(0.5)
+                continue
+            if not self.pending:
+                return typed or None
+            key, self.pending = self.pending[0], self.pending[1:]
+            if key in "\r\n":
+                echo("\n")
+                return typed
+            if key in "\x7f\b":
+                if typed:
+                    typed = typed[:-1]
+                    echo("\b \b")
+            elif key.isprintable():
+                typed += key
+                echo(key)
+
+    def _fill(self, timeout: float) -> None:
+        """Wait at most `timeout` for input and keep it in self.pending, as it was typed."""
+        import select
+
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if ready:
+            data = os.read(self.fd, 64)
+            self.closed = not data
+            self.pending += data.decode("utf-8", "replace")
 
     def choice(self, n: int) -> int | None:
         """Wait for a digit 1..n; None if stdin closes first."""

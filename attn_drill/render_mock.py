@@ -184,6 +184,37 @@ class MockScreen:
         self.out.file.write(f"answer (1-{len(q.choices)}): ")
         self.out.file.flush()
 
+    def tracing(self) -> None:
+        self._break()
+        say(self.out, ("Tracing your file for questions about your own lines...", "dim"))
+
+    def explain_question(self, q: dict, i: int, n: int) -> None:
+        """A follow-up on the user's own file (explain.py's question)."""
+        from attn_drill import render_explain
+
+        self._break()
+        render_explain.question(self.out, q, i, n, label="Follow-up")
+        self.out.file.write(render_explain.ask(q))
+        self.out.file.flush()
+
+    def echo(self, typed: str) -> None:
+        """Keys of a typed answer, shown as they come (the keyboard is read without echo)."""
+        self.out.file.write(typed)
+        self.out.file.flush()
+
+    def explain_answer_given(self, q: dict, given: str | None, scripted: bool) -> None:
+        """Echo the answer after the prompt: a typed shape has echoed itself already."""
+        if scripted:
+            self.out.file.write(f"{given or '-'} (from --answers)\n")
+        elif q.get("choices") or given is None:
+            self.out.file.write(f"{given or '-'}\n")
+        self.out.file.flush()
+
+    def explain_answered(self, q: dict, given: str | None) -> None:
+        from attn_drill import explain, render_explain
+
+        render_explain.answered(self.out, q, given, explain.is_right(q, given))
+
     def answer_given(self, choice: int | None, scripted: bool) -> None:
         """Echo the answer after the prompt (keys are read without echo)."""
         self.out.file.write(f"{'-' if choice is None else choice}{' (from --answers)' if scripted else ''}\n")
@@ -221,7 +252,7 @@ def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
     time_used = f"{mmss(card['seconds_used'])} used, target {mmss(card['target_seconds'])}"
     if card.get("limit_seconds") and card["limit_seconds"] != card["target_seconds"]:
         time_used += f" (limit {mmss(card['limit_seconds'])})"
-    q = card["questions"]
+    q, mine = card["questions"], card.get("explained") or {}
     mistakes = ", ".join(f"{m['slug']} x{m['count']}" for m in card.get("mistakes", [])) or "none"
     p = card["points"]
     hints = f" - hints {-p['hints']}" if p["hints"] else ""
@@ -233,7 +264,8 @@ def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
         ("time", Text(time_used, style="green" if card["seconds_used"] <= card["target_seconds"] else "")),
         ("checks run", Text(str(card["checks"]))),
         ("hints used", Text(str(card["hints"]))),
-        ("questions", Text(f"{q['right']} / {q['total']} right")),
+        *([("explained", Text(f"{mine['right']} of {mine['total']} (your own lines)"))] if mine.get("total") else []),
+        *([("questions", Text(f"{q['right']} / {q['total']} right"))] if q["total"] or not mine.get("total") else []),
         ("mistakes", text(mistakes, one_line=True)),
         ("score", score),
     ]
@@ -241,7 +273,8 @@ def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
 
 # -- stats -------------------------------------------------------------------------------------------
 def stats(out: Console, data: dict) -> None:
-    if not data["exercises"] and not data["mocks"]["count"]:
+    explained = data.get("explain") or {"rounds": 0}
+    if not data["exercises"] and not data["mocks"]["count"] and not explained["rounds"]:
         say(out, "Nothing recorded yet: ", ("attn-drill start sdpa", "bold cyan"), ", then ",
             ("attn-drill check", "bold cyan"), " or ", ("attn-drill mock", "bold cyan"), ".")
         return
@@ -257,6 +290,27 @@ def stats(out: Console, data: dict) -> None:
         t = mocks["trend"]
         if t["direction"]:
             say(out, "trend  ", (t["sparkline"], "cyan"), f"  {t['direction']} ({t['change']:+g} points, later half vs earlier)")
+    if explained["rounds"]:
+        out.print()
+        out.print(_explain_table(explained))
+
+
+def _explain_table(e: dict) -> Table:
+    """Which kinds of question about your own code you miss (explain rounds and mocks' follow-ups)."""
+    title = f"Explaining your own code ({e['rounds']} round{'s' if e['rounds'] != 1 else ''}, {e['right']} of " \
+            f"{e['total']} right): what you miss"
+    table = Table(title=title, title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    for name, justify in (("kind", "left"), ("asked", "right"), ("missed", "right"), ("", "left")):
+        table.add_column(name, justify=justify, no_wrap=True)
+    for k in e["kinds"]:
+        share = k["missed"] / k["asked"] if k["asked"] else 0
+        table.add_row(text(k["kind"], "cyan", one_line=True), str(k["asked"]), str(k["missed"]),
+                      Text(KIND_WORDS.get(k["kind"], ""), style="red" if share >= 0.5 else "dim"))
+    return table
+
+
+KIND_WORDS = {"shape": "the shape a line makes", "breaks": "what breaks if a line changes",
+              "cost": "what a tensor costs at real sizes", "concept": "why a line does what it does"}
 
 
 def _exercise_table(rows: list[dict]) -> Table:
@@ -295,5 +349,6 @@ def _mock_table(recent: list[dict], count: int) -> Table:
             result.append(" (strict)", style="dim")
         table.add_row(m["ended_at"][:16].replace("T", " "), text(m["exercise"], "cyan", one_line=True), str(m["score"]),
                       result, f"{mmss(m['seconds_used'])} / {mmss(m['target_seconds'])}",
-                      f"{m['questions_right']}/{m['questions_total']}")
+                      f"{m['questions_right'] + m.get('explained_right', 0)}/"  # every follow-up, as scored
+                      f"{m['questions_total'] + m.get('explained_total', 0)}")
     return table

@@ -31,6 +31,7 @@ def compute(recent: int = RECENT_MOCKS) -> dict:
         "exercises": [_exercise(i, by_exercise[i], progress.get(i, history.Progress()), known.get(i))
                       for i in order],
         "mocks": _mocks(cards, recent),
+        "explain": explained(history.explains()),
     }
 
 
@@ -63,9 +64,34 @@ def _mocks(cards: list[dict], recent: int) -> dict:
             "passed": c.get("passed") is True, "strict": c.get("strict") is True, "seconds_used": c["seconds_used"],
             "target_seconds": c["target_seconds"], "questions_right": _questions(c).get("right", 0),
             "questions_total": _questions(c).get("total", 0), "hints": c.get("hints", 0),
+            "explained_right": _explained(c).get("right", 0), "explained_total": _explained(c).get("total", 0),
         } for c in last],
         "trend": trend(scores),
     }
+
+
+def explained(rounds: list[dict]) -> dict:
+    """The explain rounds (`explain` and a mock's follow-up after a pass): how many, and per kind of question
+    (shape, breaks, cost, concept) how many were asked and missed, the most missed first."""
+    asked, missed = Counter(), Counter()
+    for r in rounds:
+        for q in r["questions"]:
+            asked[q["kind"]] += 1
+            missed[q["kind"]] += not q.get("right")
+    kinds = [{"kind": k, "asked": n, "missed": missed[k]} for k, n in asked.items()]
+    kinds.sort(key=lambda k: (-k["missed"] / k["asked"], -k["asked"], k["kind"]))
+    return {"rounds": len(rounds), "right": sum(r["right"] for r in rounds if _count(r["right"])),
+            "total": sum(r["total"] for r in rounds if _count(r["total"])), "kinds": kinds}
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _explained(card: dict) -> dict:
+    """A mock's questions on the user's own file (after a pass); {} for older cards and anything malformed."""
+    e = card.get("explained")
+    return e if isinstance(e, dict) and _count(e.get("right")) and _count(e.get("total")) else {}
 
 
 def _questions(card: dict) -> dict:

@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
-from attn_drill import history, listing
+from attn_drill import history, listing, say
 
 
 @pytest.fixture(autouse=True)
 def fresh_warnings():
     """Each test is one command: a warning said "once" in an earlier test may be said again."""
-    listing.reset_warnings()
+    say.reset_warnings()
 
 def names(conn) -> list[str]:
     return history.applied(conn)
@@ -225,7 +225,7 @@ FULL_DISK = textwrap.dedent("""
     import resource, signal
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    from attn_drill import history, listing
+    from attn_drill import history, listing, say
     print(history.record_check("sdpa", passed=True, slugs=[]), history.record_mock(MOCK), history.progress())
 """)
 
@@ -243,7 +243,7 @@ def test_a_full_disk_warns_once_and_records_nothing(home):
 
 WRITER = textwrap.dedent("""
     import sys
-    from attn_drill import history, listing
+    from attn_drill import history, listing, say
     for i in range(int(sys.argv[2])):
         assert history.record_check(sys.argv[1], passed=i % 2 == 0, slugs=["missing-scale"], duration=0.01)
 """)

@@ -130,6 +130,41 @@ def test_the_scorecard_adds_up():
     assert failed["score"] == 0 and failed["final_slugs"] == ["missing-scale"]
 
 
+SHAPE_Q = {"kind": "shape", "line": 18, "code": "scores = q @ k.transpose(-2, -1) / math.sqrt(d)",
+           "prompt": "what shape is scores?", "choices": None, "answer": "B H Tq Tk", "shape": [2, 3, 5, 7],
+           "symbols": {"B": 2, "H": 3, "Tq": 5, "Tk": 7, "d": 4, "dv": 6}, "explain": "traced"}
+COST_Q = {"kind": "cost", "line": 18, "code": "scores = ...", "prompt": "how many bytes?",
+          "choices": ["32 MiB", "1 GiB", "2 GiB"], "answer": 1, "explain": "32 x 4096 x 4096 x 2 bytes"}
+
+
+def test_the_explain_round_after_a_pass_counts_in_the_score():
+    """Every follow-up, on the user's own lines or from the bank, has an equal share of the questions' 30 points."""
+    qs = questions.pick(["scaling"], 1, rng=random.Random(0))
+    card = mock.scorecard(session(explain=[SHAPE_Q, COST_Q, dict(COST_Q, kind="concept")],
+                                  explain_answers=["(b, h, tq, tk)", "1", None],
+                                  question_ids=[qs[0].id], answers=[qs[0].answer]))
+    assert card["explained"] == {"questions": [{"kind": "shape", "line": 18, "right": True},
+                                               {"kind": "cost", "line": 18, "right": False},
+                                               {"kind": "concept", "line": 18, "right": False}],
+                                 "answers": ["(b, h, tq, tk)", "1", None], "right": 1, "total": 3}
+    assert card["points"]["questions"] == 15 and card["score"] == 50 + 20 + 15 - 5  # 2 right of 4 follow-ups
+    from attn_drill import render_mock
+
+    rows = dict((label, str(value)) for label, value in render_mock.scorecard_rows(card, SDPA))
+    assert rows["explained"] == "1 of 3 (your own lines)" and rows["questions"] == "1 / 1 right"
+
+
+def test_a_saved_explain_round_is_checked_on_load(home):
+    home.mkdir()
+    good = {**GOOD_SESSION, "explain": [SHAPE_Q, COST_Q], "explain_answers": ["B H Tq Tk"]}
+    mock.session_file().write_text(json.dumps(good))
+    assert mock.load().explain == [SHAPE_Q, COST_Q]
+    for bad in ({"explain": [{"kind": "shape", "prompt": "?"}]}, {"explain": [dict(COST_Q, answer=9)]},
+                {"explain_answers": [3]}):
+        mock.session_file().write_text(json.dumps({**good, **bad}))
+        assert mock.load() is None
+
+
 def test_begin_writes_a_fresh_file_in_the_mock_folder_and_backs_up_an_old_one(isolated, run_script, fake_clock):
     assert run_script("start", "sdpa").returncode == 0
     practice = isolated / "attn-practice" / "sdpa.py"
@@ -225,21 +260,33 @@ def test_a_scripted_mock_that_passes(isolated, fake_clock, run_script):
     assert run_script("start", "sdpa").returncode == 0
     practice = isolated / "attn-practice" / "sdpa.py"
     before = practice.read_bytes()
-    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--seed", "4", "--answers", "1,2,3"],
-                            cwd=isolated, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    answers = ["B H Tq Tk", "2", "B H Tq dv", "1", "2"]  # shapes for the questions on the own file, else choices
+    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--seed", "4", "--answers",
+                             ",".join(answers)], cwd=isolated, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     target = mock_file(isolated)
     wait_for(mock.session_file())  # written once the fresh file's version is noted
     fake_clock.set(T0 + 100)
     save(target, SDPA.reference.read_text())
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, out + err
     assert "attn-practice/mock/sdpa.py" in out and "PASSED" in out
-    assert out.count("(from --answers)") == 3 and "scorecard" in out
     card = card_of_the_one_mock()
+    # after a pass the follow-up asks about the mock file's own lines: 4 or 5 questions in all
+    mine, bank_part = card["explained"], card["questions"]
+    assert mine["total"] >= 3 and 4 <= mine["total"] + bank_part["total"] <= 5
+    assert out.count("(from --answers)") == mine["total"] + bank_part["total"] and "scorecard" in out
+    assert "line 18  scores = q @ k.transpose(-2, -1) / math.sqrt(d)" in out  # the mock file's own line
+    assert f"explained    {mine['right']} of {mine['total']} (your own lines)" in out
+    assert mine["answers"] == answers[:mine["total"]] and mine["right"] == sum(q["right"] for q in mine["questions"])
     bank = questions.bank()
-    right = sum(bank[q].answer == a for q, a in zip(card["questions"]["ids"], [1, 2, 3]))
-    assert card["questions"]["right"] == right and card["questions"]["answers"] == [1, 2, 3]
+    right = sum(bank[q].answer == int(a) for q, a in zip(bank_part["ids"], answers[mine["total"]:]))
+    assert bank_part["right"] == right
+    assert card["points"]["questions"] == round(30 * (right + mine["right"]) / (mine["total"] + bank_part["total"]))
+    follow_up = out[out.index("Tracing your file"):]  # the intro's file path is left unwrapped, on purpose
+    assert max(map(len, follow_up.splitlines())) <= 80
+    (round_,) = history.explains()  # the round is in the history, as explain's are
+    assert (round_["source"], round_["mock"], round_["total"]) == ("mock", card["id"], mine["total"])
     assert card["passed"] and card["ended_by"] == "pass" and card["seconds_used"] == 100.0
     assert f"{card['score']} / 100" in out
     assert all(set(bank[q].concepts) & set(SDPA.concepts) for q in card["questions"]["ids"])
@@ -360,16 +407,29 @@ def test_leave_and_resume_keeps_the_clock_running(isolated, fake_clock):
         child.expect("1:20 left")
         save(mock_file(isolated), SDPA.reference.read_text())
         child.expect("PASSED")
-        for i in range(1, 4):
-            child.expect(f"Follow-up {i}/3")
-            child.send("1")
+        child.expect(r"Follow-up 1/(\d)")
+        n = int(child.match.group(1))
+        for i in range(1, n + 1):
+            if i > 1:
+                child.expect(f"Follow-up {i}/{n}")
+            child.expect([r"answer \(1-\d\): ", r"answer \(symbols.*?\): "])
+            if "symbols" in child.after:  # a shape, typed and echoed: a slip taken back with Backspace
+                child.send("B H Tq Tkx\x7f\r")
+                child.expect("B H Tq Tk")
+            else:
+                child.send("1")
+            child.expect(["✓ right", "✗ not quite"])
             child.expect("why: ")
         child.expect("scorecard")
+        child.expect("explained")
         child.expect(pexpect.EOF)
     finally:
         child.close()
     assert child.exitstatus == 0
     card = card_of_the_one_mock()
+    assert 4 <= card["explained"]["total"] + card["questions"]["total"] == n <= 5
+    typed = [a for a, q in zip(card["explained"]["answers"], card["explained"]["questions"]) if q["kind"] == "shape"]
+    assert typed and set(typed) == {"B H Tq Tk"}
     assert card["passed"] and card["seconds_used"] == 100.0 and card["exercise"] == "sdpa"
     assert not mock_file(isolated, MHA).exists()
 

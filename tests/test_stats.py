@@ -92,7 +92,8 @@ def test_nothing_recorded_yet():
     r = invoke("stats")
     assert r.exit_code == 0 and "Nothing recorded yet" in r.stdout
     assert json.loads(invoke("stats", "--json").stdout) == {
-        "exercises": [], "mocks": {"count": 0, "recent": [], "trend": stats.trend([])}}
+        "exercises": [], "mocks": {"count": 0, "recent": [], "trend": stats.trend([])},
+        "explain": {"rounds": 0, "right": 0, "total": 0, "kinds": []}}
 
 
 def test_check_feeds_the_history(isolated):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hmac
 import json
 import os
-import queue
 import random
 import re
 import secrets
@@ -27,7 +26,6 @@ import signal
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -47,6 +45,7 @@ MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 class Job:
     path: Path
     exercise: str
+    task: str | None = None  # None: check the file; "explain": trace it (worker.run_task)
 
 
 def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -65,9 +64,19 @@ def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEF
         yield check_one(job, seed, timeout, spawn or spawn_worker)
 
 
+def run_task(job: Job, seed: int, timeout: float = DEFAULT_TIMEOUT, spawn=None) -> dict | Report:
+    """Run a job's task (job.task) on its file in a process of its own, as a check runs: its JSON result, or
+    the Report of how that process failed (a timeout, a crash)."""
+    orphans.become_subreaper()
+    return check_one(job, seed, timeout, spawn or spawn_worker)
+
+
 def _batch(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
     """Several files: a warm server per lane (a lane per core, up to 4), each forking one child per file;
     the lanes run side by side and the reports come out in the jobs' order."""
+    import queue  # here: a single check never needs threads
+    from concurrent.futures import ThreadPoolExecutor
+
     lanes = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
                        MAX_LANES, len(jobs) // 4))
     pools = [warm.WarmPool(sorted({j.exercise for j in jobs})) for _ in range(lanes)]
@@ -100,8 +109,9 @@ _live: set[int] = set()  # the processes of checks in progress, in every lane, a
 _live_lock = threading.Lock()
 
 
-def check_one(job: Job, seed: int, timeout: float, spawn) -> Report:
-    """One file in one fresh process: its report, or the verdict on how that process failed."""
+def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
+    """One file in one fresh process: its report, or the verdict on how that process failed (a job with a task:
+    the task's result, a dict, unless it failed)."""
     known = orphans.children()  # ours before the check; any other child afterwards was adopted by us
     scratch = tempfile.mkdtemp(prefix="attn-drill-check-")  # the only folder its code may write to
     read_fd, write_fd = os.pipe()
@@ -110,7 +120,7 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report:
     path = Path(os.path.abspath(job.path))  # the worker runs in the scratch folder
     key = secrets.token_hex(16)  # signs the worker's events: see worker.signer
     spec = {"seed": seed, "fault_fd": faults.fileno(), "scratch": scratch, "key": key, "parent": os.getpid(),
-            "jobs": [{"path": str(path), "exercise": job.exercise}]}
+            "jobs": [{"path": str(path), "exercise": job.exercise, **({"task": job.task} if job.task else {})}]}
     ooms = _oom_kills()
     proc = None
     try:
@@ -121,7 +131,8 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report:
         os.close(write_fd)
         write_fd = None
         report = _watch(proc, _Lines(read_fd, signer(key)), job, seed, timeout, log, faults, ooms)
-        report.file = str(job.path)
+        if isinstance(report, Report):
+            report.file = str(job.path)
         return report
     finally:
         if write_fd is not None:
@@ -137,7 +148,7 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms) -> Report:
+def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms) -> Report | dict:
     """Read the worker's events until its report, a timeout, or its end."""
     started, stages = False, []
     deadline = time.monotonic() + STARTUP_LIMIT
@@ -192,6 +203,10 @@ def _parse(line) -> dict | None:
                 return None
         elif kind == "stage":
             event["stage"] = Stage(**event["stage"])
+        elif kind == "report" and "payload" in event:  # a task's result: plain JSON, kept as it is
+            if not isinstance(event["payload"], dict):
+                return None
+            event["report"] = event["payload"]
         elif kind == "report":
             event["report"] = Report.from_wire(event["report"])
         else:

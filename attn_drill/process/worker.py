@@ -1,7 +1,8 @@
 """The process that imports torch (once) and checks each file in turn.
 
 Run by runner.py as `python -m attn_drill.process.worker FD SPEC_JSON`; it writes one JSON event per line
-to file descriptor FD: {"event": "start"}, {"event": "stage"}, {"event": "report"}. The user's prints go
+to file descriptor FD: {"event": "start"}, {"event": "stage"}, {"event": "report"} (for a job with a "task",
+{"event": "report", "payload": the task's JSON result} instead of a report). The user's prints go
 to this process's stdout, which sandbox.py keeps per file and puts in the report (its first and last lines).
 """
 
@@ -45,6 +46,9 @@ def main(argv: list[str]) -> int:
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
         sandbox.begin_job()
+        if job.get("task"):  # not a check: the task's JSON result goes back as the report's payload
+            send({"event": "report", "payload": run_task(job, spec["seed"])})
+            continue
         report = run_job(job, spec["seed"], check_file,
                          emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
         guard.verify(report)
@@ -92,6 +96,8 @@ def keep_dynamo_out() -> None:
 
     import torch._compile
 
+    from attn_drill.process.tamper import filled
+
     code = torch._compile._disable_dynamo(lambda: None).__code__
     if "fn" not in code.co_freevars:
         return
@@ -109,16 +115,8 @@ def keep_dynamo_out() -> None:
             inner = fn.__closure__[slot].cell_contents
             inner.__dynamo_disable = inner
         wrapped = getattr(fn, "__wrapped__", None)
-        cells = [c.cell_contents for c in fn.__closure__ or () if _filled(c)]
+        cells = [c.cell_contents for c in fn.__closure__ or () if filled(c)]
         todo += [f for f in [wrapped, *cells] if isinstance(f, types.FunctionType)]
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
 
 
 class Guard:
@@ -147,6 +145,21 @@ def run_job(job: dict, seed: int, check_file, emit):
         return check_file(Path(job["path"]), job["exercise"], seed, emit=emit_and_keep)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
         return escaped(job, seed, stages, e)
+
+
+def run_task(job: dict, seed: int) -> dict:
+    """A job that is not a check (job["task"]: "explain" traces a passing file for `attn-drill explain`): its
+    JSON-able result, or {"error": ...} with what escaped it."""
+    try:
+        if job["task"] == "explain":
+            from attn_drill.judge import explain
+
+            return explain.run(Path(job["path"]), job["exercise"], seed)
+        return {"error": f"no task called {job['task']!r}"}
+    except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        from attn_drill.judge import load
+
+        return {"error": f"it raised {load.describe(e)}"}
 
 
 def escaped(job: dict, seed: int, stages: list, exc: BaseException):

@@ -1,0 +1,234 @@
+"""Trace a passing file for `attn-drill explain`: run it once on a case whose sizes are all distinct and keep,
+for every torch call made from the user's file, its line, its name and the shape of what it returned.
+
+Runs in the worker (worker.main with job "task": "explain"). What comes back is plain JSON; the questions are
+made from it on the CLI side (attn_drill/explain.py), which never imports torch:
+
+    {"exercise", "case": "B=2 H=3 ...", "given": "q (B, H, Tq, d), ...", "symbols": {"B": 2, ...},
+     "calls": [{"what": "forward(query, key, value, mask)", "ops": [[line, depth, name, shape, dtype, number]]}]}
+
+`depth` counts the frames of the user's file on the stack (1 in the function called, 2 in a helper it calls,
+or in a comprehension): a line whose value comes back from a helper is told from one that computes it.
+
+`shape` is None when the call returned no tensor (x.size(-1), a setitem); for a tuple of tensors (chunk,
+split, max) it is the last one's, the one a `q, k, v = ...` line assigns last. `number` is the first plain
+number among the arguments (the scale a line divides by, the value a mask fills in), "-inf" and "inf" as text.
+
+Sizes: every symbol gets its own size, so a size read back names exactly one symbol; where code writes 2 or 3
+as literals (the 3 of a fused q|k|v split in mha-fused, the 2 of RoPE's halves in rope and kv-cache) no symbol
+is 2 or 3 either.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attn_drill.judge import audit, load
+from attn_drill.judge.specs import SPECS
+from attn_drill.judge.specs.base import Case, load_references, random_mask, random_params
+from attn_drill.judge.specs.masks import mask_case
+from attn_drill.judge.trace import Tracer
+
+MAX_OPS = 4000  # per call: a per-element Python loop still leaves each line's last executions
+
+
+@dataclass
+class Setup:
+    """One exercise's traced run: the sizes by symbol, how to say the inputs, and the user calls to make.
+    Each call is (what, prepare): prepare(target) builds what the call needs (a module, outside the tracer)
+    and returns the zero-argument function that makes the call."""
+    symbols: dict[str, int]
+    given: str
+    calls: list = field(default_factory=list)
+
+
+def run(path: Path, exercise: str, seed: int) -> dict:
+    """The traced calls of the user's passing file, or {"error": why} if it cannot be run."""
+    if exercise not in SETUPS:
+        return {"error": f"explain has no case for {exercise} yet"}
+    spec = SPECS[exercise]
+    audit.arm(path, load_references())  # as for a check: the file's code may not reach into the checker
+    module, bad = load.load(path, spec.id)
+    if bad:
+        return {"error": f"{bad.title}: {bad.evidence}"}
+    target, bad = spec.resolve(module)
+    if bad:
+        return {"error": f"{bad.title}: {bad.evidence}"}
+    gen = torch.Generator().manual_seed(seed)
+    setup = SETUPS[exercise](spec, gen)
+    calls = []
+    for what, prepare in setup.calls:
+        call = prepare(target)
+        ops: list = []
+        try:
+            with Tracer(path, spec.forbidden, record=_recorder(ops, vars(module))), torch.no_grad():
+                call()
+        except Exception as e:  # noqa: BLE001 - user code; it passed the checker, so this is rare
+            return {"error": f"your code raised {load.describe(e)} on {setup.given}"}
+        calls.append({"what": what, "ops": ops[-MAX_OPS:]})
+    label = " ".join(f"{k}={v}" for k, v in setup.symbols.items())
+    return {"exercise": exercise, "case": label, "given": setup.given, "symbols": setup.symbols, "calls": calls}
+
+
+def _recorder(ops: list, user_globals: dict):
+    def record(line, name, args, kwargs, out):
+        ops.append([line, _depth(user_globals), name, _shape(out), _dtype(out), _number(args, kwargs)])
+        if len(ops) > 2 * MAX_OPS:
+            del ops[:MAX_OPS]  # keep memory bounded; the last executions of each line stay
+    return record
+
+
+def _depth(user_globals: dict) -> int:
+    """How many frames of the user's file are on the stack (told by their namespace, as the tracer does)."""
+    frame, depth = sys._getframe(2), 0  # above record() and the tracer's __torch_function__
+    while frame is not None:
+        depth += frame.f_globals is user_globals
+        frame = frame.f_back
+    return depth
+
+
+def _last_tensor(out):
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, (tuple, list)) and out and isinstance(out[-1], torch.Tensor):
+        return out[-1]
+    return None
+
+
+def _shape(out) -> list[int] | None:
+    t = _last_tensor(out)
+    return None if t is None else list(t.shape)
+
+
+def _dtype(out) -> str | None:
+    t = _last_tensor(out)
+    return None if t is None else str(t.dtype).replace("torch.", "")
+
+
+def _number(args, kwargs):
+    """The first plain number among the arguments (not a bool, not a size given to view or reshape)."""
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, float):
+            return a if math.isfinite(a) else ("-inf" if a < 0 else "inf" if a > 0 else "nan")
+    return None
+
+
+# -- the cases ------------------------------------------------------------------------------------------------
+def _randn(gen, *shape):
+    return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+
+def _function(spec, case: Case):
+    """A function exercise: call it as the checker does."""
+    return lambda target: (lambda: spec.call(target, case))
+
+
+def _module(spec, case: Case):
+    """A module exercise: build it (outside the tracer), then call forward as the checker does."""
+    def prepare(target):
+        module, bad = spec.build(target, case, torch.float64)
+        if bad:
+            raise RuntimeError(bad.evidence)
+        return lambda: spec.call(target, case, module=module)
+    return prepare
+
+
+def softmax(spec, gen) -> Setup:
+    sizes = {"B": 2, "H": 3, "Tq": 5, "Tk": 7}
+    case = Case("", {"x": _randn(gen, 2, 3, 5, 7)}, {"dim": -1, "shape": (2, 3, 5, 7)})
+    return Setup(sizes, "x: scores (B, H, Tq, Tk), dim=-1", [("softmax(x, dim=-1)", _function(spec, case))])
+
+
+def sdpa(spec, gen) -> Setup:
+    B, H, Tq, Tk, d, dv = 2, 3, 5, 7, 4, 6
+    inputs = {"q": _randn(gen, B, H, Tq, d), "k": _randn(gen, B, H, Tk, d), "v": _randn(gen, B, H, Tk, dv),
+              "mask": random_mask(gen, B, 1, Tq, Tk)}
+    case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "dv": dv})
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "dv": dv},
+                 "q (B, H, Tq, d), k (B, H, Tk, d), v (B, H, Tk, dv), mask (B, 1, Tq, Tk)",
+                 [("scaled_dot_product_attention(q, k, v, mask)", _function(spec, case))])
+
+
+def masks(spec, gen) -> Setup:
+    B, T, Tq, Tk = 2, 6, 5, 7
+    lengths = torch.tensor([T, 4], dtype=torch.int64)
+    return Setup({"B": B, "T": T, "Tq": Tq, "Tk": Tk}, "tq = Tq, tk = Tk; lengths (B,), t = T", [
+        ("causal_mask(Tq, Tk)", _function(spec, mask_case("causal_mask", tq=Tq, tk=Tk))),
+        ("padding_mask(lengths, T)", _function(spec, mask_case("padding_mask", lengths=lengths, t=T))),
+        ("attention_mask(lengths, T, causal=True)",
+         _function(spec, mask_case("attention_mask", lengths=lengths, t=T, causal=True))),
+    ])
+
+
+def mha(spec, gen) -> Setup:
+    B, H, Tq, Tk, d = 2, 3, 5, 7, 4
+    D = H * d
+    config = {"d_model": D, "num_heads": H, "bias": True}
+    inputs = {"query": _randn(gen, B, Tq, D), "key": _randn(gen, B, Tk, D), "value": _randn(gen, B, Tk, D),
+              "mask": random_mask(gen, B, Tq, Tk)}
+    case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D}, config,
+                random_params(gen, spec.layer_shapes(config), True))
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D},
+                 "query (B, Tq, D), key and value (B, Tk, D), mask (B, Tq, Tk)",
+                 [("forward(query, key, value, mask)", _module(spec, case))])
+
+
+def _self_attention(spec, gen, sizes: dict, config: dict) -> Case:
+    B, T, D = sizes["B"], sizes["T"], sizes["D"]
+    inputs = {"x": _randn(gen, B, T, D), "mask": random_mask(gen, B, T, T)}
+    return Case("", inputs, dict(sizes, Tq=T, Tk=T), config, random_params(gen, spec.layer_shapes(config),
+                                                                            config["bias"]))
+
+
+def mha_fused(spec, gen) -> Setup:
+    sizes = {"B": 4, "H": 5, "T": 6, "d": 7, "D": 35}
+    case = _self_attention(spec, gen, sizes, {"d_model": 35, "num_heads": 5, "bias": True})
+    return Setup(sizes, "x (B, T, D), mask (B, T, T)", [("forward(x, mask)", _module(spec, case))])
+
+
+def gqa(spec, gen) -> Setup:
+    sizes = {"B": 2, "H": 12, "Hkv": 3, "T": 5, "d": 7, "D": 84}
+    case = _self_attention(spec, gen, sizes, {"d_model": 84, "num_heads": 12, "num_kv_heads": 3, "bias": False})
+    return Setup(sizes, "x (B, T, D), mask (B, T, T)", [("forward(x, mask)", _module(spec, case))])
+
+
+def rope(spec, gen) -> Setup:
+    B, H, T, d = 4, 5, 6, 16
+    positions = 2 + torch.randperm(30, generator=gen)[:T].sort().values  # do not start at 0
+    case = Case("", {"x": _randn(gen, B, H, T, d), "positions": positions}, {"base": 10000.0})
+    return Setup({"B": B, "H": H, "T": T, "d": d}, "x (B, H, T, d), positions (T,)",
+                 [("apply_rope(x, positions)", _function(spec, case))])
+
+
+def kv_cache(spec, gen) -> Setup:
+    B, H, Hkv, d, T_past, T_new = 3, 20, 5, 12, 9, 7
+    D = H * d
+    config = {"d_model": D, "num_heads": H, "num_kv_heads": Hkv, "rope_base": 10000.0}
+    inputs = {"x": _randn(gen, B, T_new, D), "k_past": _randn(gen, B, Hkv, T_past, d),
+              "v_past": _randn(gen, B, Hkv, T_past, d)}
+    dims = {"B": B, "H": H, "Hkv": Hkv, "d": d, "D": D, "T": T_new, "T_past": T_past, "steps": (T_new,)}
+    case = Case("", inputs, dims, config, random_params(gen, spec.layer_shapes(config), False))
+    return Setup({"B": B, "H": H, "Hkv": Hkv, "d": d, "D": D, "T_past": T_past, "T_new": T_new},
+                 "x (B, T_new, D), cache (k, v) each (B, Hkv, T_past, d)",
+                 [("forward(x, cache)", _module(spec, case))])
+
+
+def flash(spec, gen) -> Setup:
+    B, H, Tq, Tk, d, block = 2, 3, 8, 12, 5, 4  # whole blocks only: every pass of the loop has one shape
+    q, k, v = _randn(gen, B, H, Tq, d), _randn(gen, B, H, Tk, d), _randn(gen, B, H, Tk, d)
+
+    def prepare(target):
+        # called directly: the checker's memory watch is for judging, and this file has passed
+        return lambda: target(q.clone(), k.clone(), v.clone(), causal=True, block_size=block)
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "block_size": block},
+                 "q (B, H, Tq, d), k and v (B, H, Tk, d), causal=True, block_size",
+                 [("flash_attention(q, k, v, causal=True, block_size)", prepare)])
+
+
+SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
+          "rope": rope, "kv-cache": kv_cache, "flash": flash}
