@@ -174,7 +174,7 @@ def picture(pic: dict):
 
 # -- start, hint, solution -------------------------------------------------------------------------
 def task(ex: "Exercise") -> Text:
-    """The task as written in the catalogue: print it with soft_wrap so its layout survives."""
+    """The task as written in the catalogue, its lines wrapped between words where the terminal is narrower."""
     return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"),
                          f"   target: {ex.minutes} min, {ex.difficulty}\n\n", ex.task)
 
@@ -201,8 +201,8 @@ def console(stderr: bool = False) -> Console:
 
 
 def say(out: Console, *parts) -> None:
-    """One message, never wrapped, so paths stay copy-pasteable. parts: str or (str, style), escaped
-    (they carry file names and values the user typed)."""
+    """One message, never wrapped, so paths stay copy-pasteable: keep its prose short. parts: str or
+    (str, style), escaped (they carry file names and values the user typed)."""
     safe = [(printable(p[0], multiline=True), p[1]) if isinstance(p, tuple) else printable(p, multiline=True)
             for p in parts]
     out.print(Text.assemble(*safe), soft_wrap=True)

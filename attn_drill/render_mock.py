@@ -111,18 +111,20 @@ class MockScreen:
             say(out, "Mock interview: ", (ex.id, "bold cyan"), f"  {ex.title}{why}")
             if backup:
                 say(out, "An older mock file was backed up to ", (str(backup), "bold"))
-            say(out, "Your file: ", (path, "bold"), "  (a fresh one: your practice file is not touched)")
+            say(out, "Your file: ", (path, "bold"))
+            say(out, "(a fresh one: your practice file is not touched)")
         limit = f"{clock(session.limit_seconds)} on the clock, target {clock(session.target_seconds)}"
         mode = "strict: no hints, no feedback until one check at the end" if session.strict else \
             "every save is checked"
         say(out, f"{limit}; {mode}.")
         out.print()
-        out.print(render.task(ex), soft_wrap=True)
+        out.print(render.task(ex))
         out.print()
 
     def coding(self, session, ex: "Exercise") -> None:
         keys = "q submit" if session.strict else "h hint · c check now · q end the coding part"
-        say(self.out, ("Keys: ", "dim"), (f"{keys} · Ctrl-C leave (attn-drill mock resumes)", "dim"))
+        say(self.out, ("Keys: ", "dim"), (keys, "dim"))
+        say(self.out, ("Ctrl-C leaves; attn-drill mock resumes.", "dim"))
 
     def tick(self, session, left: float) -> None:
         text = f"⏱ {clock(left)} left · checks {session.checks} · hints {session.hints}"
