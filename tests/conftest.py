@@ -101,3 +101,30 @@ def run_json_lines(args: list[str], line_limit: float) -> tuple[int, list[tuple[
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
     return code, lines, stderr, time.monotonic() - start
+
+
+HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+os.pwrite(fd, str(os.getpid()).encode(), 0)
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.fixture
+def held_lock(home):
+    """A live process holding the progress file's lock, as another attn-drill would; yields its pid."""
+    home.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home / ".state.lock")], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready and proc.stdout.readline().strip() == "held"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()

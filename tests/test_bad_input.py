@@ -319,36 +319,7 @@ def test_a_full_disk_in_process_still_shows_the_verdict(isolated, disk_full_in_h
     assert r.exit_code == 0 and "hint 1/" in r.stdout and len(warnings_in(r.stderr)) == 1
 
 
-# -- 5. a lock held by another process ---------------------------------------------------------------
-HOLDER = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-fcntl.flock(fd, fcntl.LOCK_EX)
-os.ftruncate(fd, 0)
-os.pwrite(fd, str(os.getpid()).encode(), 0)
-print("held", flush=True)
-time.sleep(300)
-"""
-
-
-@pytest.fixture
-def held_lock(home):
-    """A live process holding the progress file's lock; yields its pid."""
-    import select
-
-    home.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home / ".state.lock")], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready and proc.stdout.readline().strip() == "held"
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-
-
+# -- 5. a lock held by another process (conftest's held_lock) ------------------------------------------
 @pytest.mark.parametrize("args", [["hint", "sdpa"], ["start", "mha"], ["reset", "mha", "--yes"]])
 def test_a_held_lock_fails_after_a_bounded_wait_naming_the_holder(args, held_lock, isolated, monkeypatch):
     monkeypatch.setattr(state, "LOCK_WAIT", 0.3)

@@ -288,35 +288,6 @@ def test_our_lock_holds_our_pid(home):
     assert (home / ".state.lock").read_text() == ""  # cleared when let go
 
 
-HOLDER = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-fcntl.flock(fd, fcntl.LOCK_EX)
-os.ftruncate(fd, 0)
-os.pwrite(fd, str(os.getpid()).encode(), 0)
-print("held", flush=True)
-time.sleep(120)
-"""
-
-
-@pytest.fixture
-def held_lock(home):
-    """A live process holding the progress file's lock, as another attn-drill would; yields its pid."""
-    import select
-    import subprocess
-    import sys
-
-    home.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(home / ".state.lock")], stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready and proc.stdout.readline().strip() == "held"
-        yield proc.pid
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
 
 
 def test_a_lock_held_by_another_process_fails_after_a_bounded_wait(held_lock, monkeypatch):

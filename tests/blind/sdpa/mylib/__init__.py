@@ -1,0 +1,1 @@
+# helper package for sdpa/ok__pkg_folder.py (not checked itself)
