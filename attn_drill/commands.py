@@ -235,7 +235,7 @@ def cmd_list() -> None:
 
 
 def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
-    from attn_drill import render, state, workspace
+    from attn_drill import render, workspace
 
     ex = _exercise(exercise_id)
     with _edit_state() as st:  # locked first: if another process holds it, nothing is written

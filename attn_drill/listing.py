@@ -6,7 +6,6 @@ Colour is plain ANSI, only on a terminal and never with NO_COLOR set.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Iterable
 

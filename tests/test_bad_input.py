@@ -22,7 +22,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import cli, commands, history, listing, paths, say, state
+from attn_drill import cli, commands, history, paths, say, state
 from conftest import attn_drill_script
 
 ESC = "\x1b"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill.process import landlock, orphans, sandbox
+from attn_drill.process import landlock, orphans
 
 LINUX = sys.platform.startswith("linux")
 ABI = landlock.abi()

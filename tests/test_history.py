@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from attn_drill import history, listing, say
+from attn_drill import history, say
 
 
 @pytest.fixture(autouse=True)

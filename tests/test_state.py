@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import catalogue, commands, history, listing, say, state
+from attn_drill import catalogue, commands, history, say, state
 from attn_drill.report import FAIL, PASS, Finding, Report, Stage
 
 @pytest.fixture(autouse=True)
