@@ -234,18 +234,25 @@ def cmd_list() -> None:
         print("Begin with attn-drill start ID, e.g. attn-drill start sdpa.")
 
 
+def _write_skeleton(ex, path: Path, *, replace: bool):
+    """workspace.write_skeleton, its refusals and I/O errors as one usage line."""
+    from attn_drill import workspace
+
+    try:
+        return workspace.write_skeleton(ex, path, replace=replace)
+    except workspace.WorkspaceError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(_describe(e, path))
+
+
 def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
     from attn_drill import render, workspace
 
     ex = _exercise(exercise_id)
     with _edit_state() as st:  # locked first: if another process holds it, nothing is written
         target = workspace.practice_file(ex, folder)
-        try:
-            written = workspace.write_skeleton(ex, target, replace=force)
-        except workspace.WorkspaceError as e:
-            _fail(str(e))
-        except OSError as e:
-            _fail(_describe(e, target))
+        written = _write_skeleton(ex, target, replace=force)
         earlier = st.file(ex.id)
         st.record_start(ex.id, written.path, restart_clock=written.written)
     out, path = render.console(), _nice(written.path)
@@ -438,12 +445,7 @@ def cmd_reset(exercise_id: str, yes: bool) -> None:
             f"reset replaces {path} with the skeleton (after a backup); "
             f"run attn-drill reset {ex.id} --yes to go ahead.")
     with _edit_state() as st:  # locked first: if another process holds it, nothing is replaced
-        try:
-            written = workspace.write_skeleton(ex, path, replace=True)
-        except workspace.WorkspaceError as e:
-            _fail(str(e))
-        except OSError as e:
-            _fail(_describe(e, path))
+        written = _write_skeleton(ex, path, replace=True)
         st.record_start(ex.id, written.path, restart_clock=True)
     out = render.console()
     if written.backup:

@@ -246,23 +246,37 @@ def test_the_worker_dies_with_the_cli(isolated, how, batch):
                 pass
 
 
-def test_a_setsid_daemon_does_not_outlive_the_check(isolated, tmp_path):
-    trace = tmp_path / "daemon_wrote_here"
-    f = correct(isolated / "sdpa.py", f'''
-import os, time
+def test_a_setsid_daemon_does_not_outlive_the_check(isolated):
+    """The daemon detaches (double fork, setsid) and becomes a `sleep` with a name of its own: found by name
+    afterwards, whatever the walls let it write."""
+    marker = f"{3600 + os.getpid() % 1000}.25"  # an argument no other process has
+    f = correct(isolated / "sdpa.py", f"""
+import os
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        time.sleep(3)
-        with open({str(trace)!r}, "a") as out:
-            out.write("still alive")
-        os._exit(0)
+        os.execvp("sleep", ["sleep", "{marker}"])
     os._exit(0)
-''')
+""")
     code, reports, _ = check_json(str(f))
     assert code == 0, reports
-    time.sleep(5)  # the daemon would have written by now
-    assert not trace.exists()
+    end = time.monotonic() + 30
+    while _sleepers(marker) and time.monotonic() < end:  # killed at the end of the check; reaped just after
+        time.sleep(0.2)
+    assert not _sleepers(marker), "the daemon outlived the check"
+
+
+def _sleepers(marker: str) -> list[int]:
+    """Live processes running `sleep MARKER` (zombies are dead)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == f"sleep\0{marker}\0".encode():
+                if (_stat(int(entry.name)) or ("Z", 0))[0] != "Z":
+                    found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
 
 
 # -- malformed output and a crash stay with their own file ---------------------------------------------------

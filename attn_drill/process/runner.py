@@ -37,7 +37,6 @@ from attn_drill.process.worker import CHANNEL_LOST, signer  # the worker module 
 from attn_drill.report import STAGES, Report, Stage, partial_report
 
 DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported
-MAX_TIMEOUT = 3600.0  # the largest --timeout a check accepts
 MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 
 
