@@ -212,8 +212,9 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     "values-mismatch": (
         ERROR,
         "The numbers do not match the reference",
-        "No known mistake explains the difference; the first mismatch below shows where to look.",
-        "Compare your code step by step with the task: scale, mask, softmax axis, head split and merge.",
+        "No catalogued mistake explains the difference; the evidence names the first step where your "
+        "computation departs from the reference: {step}.",
+        "{fix}",
     ),
     "exception": (
         ERROR,
@@ -300,6 +301,39 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "On a GPU this raises 'Expected all tensors to be on the same device'.",
         "Pass device=x.device (and dtype=x.dtype) when you create tensors, e.g. torch.ones(T, T, device=x.device).",
     ),
+}
+
+
+# values-mismatch's fix, by the kind of step where the computation departs (localise.py names the kinds)
+STEP_FIX: dict[str, str] = {
+    "projection": "Each input goes through its own layer: q = W_q(query), k = W_k(key), v = W_v(value); check "
+                  "which layer and which input each line uses.",
+    "head split": "Split heads as view(B, T, H, d).transpose(1, 2): head h owns features [h*d, (h+1)*d) of every "
+                  "token.",
+    "scores": "Scores are q @ k.transpose(-2, -1): every query against every key, per head, (.., Tq, Tk).",
+    "scale": "Divide the scores (not the weights, not the output) by math.sqrt(d), d the last dim of q and k.",
+    "mask": "Hide a key with -inf in the scores where the mask is False, before the softmax: "
+            "scores.masked_fill(~mask, float('-inf')). A 0 or a small number still leaves it weight.",
+    "softmax": "Normalise each query's scores over the keys: softmax(scores, dim=-1), each row summing to 1.",
+    "weighted sum": "The output is weights @ v: each query's weights (over the keys) times the values.",
+    "merge": "Merge heads as y.transpose(1, 2).reshape(B, T, D): head h back at features [h*d, (h+1)*d).",
+    "output projection": "Apply W_o once, to the merged heads (B, T, D), and return that.",
+    "frequencies": "Pair i turns at base ** (-2i/d) for i in [0, d/2): inv_freq = base ** (-torch.arange(0, d, 2) / d).",
+    "angles": "theta = position * inv_freq for each pair: positions (T,) or (B, T) times (d/2,), then cos and sin.",
+    "pairs": "Half-split pairs: dimension i goes with i + d/2 (x1, x2 = x[..., :d/2], x[..., d/2:]).",
+    "rotation": "Rotate each pair by +theta: [x1 cos - x2 sin, x2 cos + x1 sin], concatenated on the last axis.",
+    "positions": "New tokens sit at T_past .. T_past + T_new - 1: rotate them by those positions.",
+    "cache": "Concatenate the past and the new keys/values along time (axis 2) and return the grown cache.",
+    "causal mask": "Query i sees key j iff j <= i + (Tk - Tq): bottom-right aligned, the diagonal included.",
+    "running max": "Keep each row's running max m = max(m, block max) and shift the block's scores by it.",
+    "rescale factor": "When the max rises, scale what was summed so far by exp(m_old - m_new).",
+    "block probabilities": "p = exp(block scores - running max): unnormalised, every exponent <= 0.",
+    "running sum": "l = l * exp(m_old - m_new) + p.sum(-1): the running denominator, rescaled like acc.",
+    "accumulator": "acc = acc * exp(m_old - m_new) + p @ v_block, for every block.",
+    "normalisation": "Divide at the end: out = acc / l, with the l of the last block.",
+    "max subtraction": "Subtract each slice's own max along dim (keepdim=True), not one max for the whole tensor.",
+    "exponentials": "e = exp(x - max): every exponent <= 0, the largest exactly 0.",
+    "step": "Recompute that step by hand on the case shown and compare it with your tensor, line by line.",
 }
 
 

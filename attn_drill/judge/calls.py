@@ -24,9 +24,10 @@ class Outcome:
     device: str = "cpu"
 
 
-def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu") -> Outcome:
-    """Call the user's code on one case under a tracer; never raises."""
-    tracer = Tracer(path, spec.forbidden)
+def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu", record=None) -> Outcome:
+    """Call the user's code on one case under a tracer (`record`: its hook for every call, see Tracer); never
+    raises."""
+    tracer = Tracer(path, spec.forbidden, record=record)
     out = Outcome(case, tracer=tracer, dtype=dtype, device=str(device))
     try:
         kwargs = {}

@@ -196,6 +196,9 @@ class Check:
             if not (modified and modified.level == "error"):
                 for f in diagnoses.diagnose(self):
                     self.add(f)
+                gone = diagnoses.departure(self)
+                if gone:
+                    first_bad += f"; {gone.said()}"
             raise Stop(first_bad)
         stale = probes.new_values(self)
         if stale:

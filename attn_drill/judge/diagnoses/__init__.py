@@ -15,7 +15,7 @@ import math
 from typing import Callable
 
 from attn_drill import findings
-from attn_drill.judge import pictures
+from attn_drill.judge import localise, pictures
 from attn_drill.judge.compare import closeness
 from attn_drill.report import Finding
 
@@ -164,12 +164,34 @@ def locate(check) -> str:
     return own(check) if own else ""
 
 
+def departure(check):
+    """Where the user's computation first departs from the reference (localise.py), on the first case that ran and
+    differs; computed once per check. None when nothing ran or the reference's steps cannot say."""
+    if not hasattr(check, "_departure"):
+        o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
+                  and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), None)
+        check._departure = None
+        if o is not None and getattr(check, "target", None) is not None:
+            from attn_drill import paths
+
+            check._departure = localise.locate(check.spec, check.target, o.case, check.path,
+                                               paths.REFERENCE / check.spec.file)
+    return check._departure
+
+
 def values_mismatch(check) -> Finding:
     o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
               and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
     where_ = locate(check)
-    extra = f"; {where_}" if where_ else ""
-    return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
+    gone = departure(check)
+    extra = f"; {gone.said()}" if gone else ""
+    extra += f"; {where_}" if where_ else ""
+    if gone:
+        fix = findings.STEP_FIX.get(gone.kind, findings.STEP_FIX["step"])
+        return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
+                             line=gone.line, step=gone.step, fix=fix)
+    return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
+                         step="a step no check could name", fix=findings.STEP_FIX["step"])
 
 
 for _family in ("attention", "modules", "softmax", "masks", "rope", "cache", "flash", "generic"):

@@ -25,6 +25,10 @@ MEASURE_SECONDS = 0.4  # a version slower than this at T=4096 on the meta device
 
 
 class FlashSpec(Spec):
+    # localise.py: the reference's variables, named as steps
+    step_names = {"m": "running max", "m_new": "running max", "shift": "running max", "alpha": "rescale factor",
+                  "p": "block probabilities", "l": "running sum", "acc": "accumulator", "out": "normalisation",
+                  "future": "causal mask", "last_key": "causal mask"}
     id = "flash"
     file = "flash.py"
     name = "flash_attention"

@@ -35,6 +35,10 @@ def join(outs: list) -> torch.Tensor:
 
 
 class KVCacheSpec(ModuleSpec):
+    # localise.py: the reference's variables, named as steps
+    step_names = {"inv_freq": "frequencies", "angles": "angles", "cos, sin": "angles", "x1, x2": "pairs",
+                  "return": "rotation", "positions": "positions", "k": "cache", "v": "cache",
+                  "visible": "causal mask"}
     id = "kv-cache"
     file = "kv_cache.py"
     name = "CachedSelfAttention"

@@ -24,6 +24,9 @@ def random_positions(gen, shape: tuple, low: int, high: int, ordered: bool = Tru
 
 
 class RopeSpec(Spec):
+    # localise.py: the reference's variables, named as steps
+    step_names = {"inv_freq": "frequencies", "theta": "angles", "cos, sin": "angles", "x1, x2": "pairs",
+                  "return": "rotation"}
     id = "rope"
     file = "rope.py"
     name = "apply_rope"

@@ -25,6 +25,8 @@ class PositionalAxes(tuple):
 
 
 class SoftmaxSpec(Spec):
+    # localise.py: the reference's variables, named as steps
+    step_names = {"m": "max subtraction", "e": "exponentials", "return": "normalisation"}
     id = "softmax"
     file = "softmax.py"
     name = "softmax"

@@ -1,0 +1,402 @@
+"""Where does the user's computation first depart from the reference? Karpathy's step-by-step `cmp()`, automated.
+
+Both run the same case under the tracer, which keeps every tensor each torch call makes, with its line. The
+reference's tensors are its named steps: each is labelled by what the call does (a projection, the scores, the
+scale, the mask, the softmax, the weighted sum, the head split or merge) and by the variable its line assigns.
+
+A user tensor reproduces a step when it holds the same numbers up to a layout: the same shape, a permutation
+of the axes, a reshape, or one slice of a head axis (a loop over heads). A step is right when it, or a step
+computed from it, is reproduced; the departure is the first step that is not right while every step it was
+computed from is. Its nearest user tensor gives the user's line and what differs: a constant factor, finite
+values where the reference hides keys with -inf, rows that sum to 1 over another axis, the numbers of another
+step (W_k used for the values), the right numbers in another arrangement.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from attn_drill.judge.trace import Tracer
+
+MAX_OPS = 3000  # per run: a loop over many blocks keeps its first ones (enough to find a departure)
+SAME = 1e-6  # relative distance under which two tensors are the same numbers
+
+SCORES = {"matmul", "__matmul__", "einsum", "bmm", "baddbmm"}
+LAYOUT = {"view", "reshape", "transpose", "permute", "contiguous", "flatten", "unflatten", "unsqueeze", "squeeze",
+          "split", "chunk", "unbind", "__getitem__", "expand", "repeat", "repeat_interleave", "movedim", "t"}
+SCALING = {"__truediv__", "div", "__mul__", "mul", "__rmul__", "true_divide", "div_", "mul_", "__itruediv__",
+           "__imul__"}
+MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "add", "__iadd__"}
+SOFTMAX = {"softmax", "_softmax", "exp", "log_softmax"}
+LINEAR = {"linear", "addmm"}
+# kinds read off the call itself, which a spec's step_names never rename
+STRUCTURE = {"projection", "output projection", "scores", "weighted sum", "head split", "merge"}
+
+
+@dataclass
+class Op:
+    line: int | None
+    name: str
+    out: torch.Tensor  # a float64 copy, taken when the call returned (later in-place writes do not change it)
+    parents: tuple[int, ...]  # indices of the ops whose tensors this call read
+    boolean: bool = False  # the call made a bool tensor (out holds it as 0.0 / 1.0)
+    label: str = ""  # reference only: the step, in words
+    kind: str = ""  # reference only: projection | head split | scores | scale | mask | softmax | ...
+    aux: bool = False  # reference only: a boolean helper (a mask derived from the input mask), not a step
+
+
+@dataclass
+class Departure:
+    step: str  # "the scale (scores)"
+    kind: str  # the kind of step, for the fix text
+    line: int | None  # the user's line that made the nearest tensor
+    how: str  # what differs there, in words
+
+    def said(self) -> str:
+        at = f" at your line {self.line}" if self.line else ""
+        return f"your computation departs from the reference at {self.step}{at}: {self.how}"
+
+
+class Recorder:
+    """The tracer's record hook: keeps a float64 copy of every tensor a call from the traced file makes."""
+
+    def __init__(self, skip: set[int] = frozenset()):
+        self.skip = skip  # lines not to keep (the reference's constructors: its weights are the case's)
+        self.ops: list[Op] = []
+        self.made: dict[int, int] = {}  # id(tensor) -> index of the op that made it last
+        self.alive: list[torch.Tensor] = []
+
+    def __call__(self, line, name, args, kwargs, out):
+        if len(self.ops) >= MAX_OPS or line in self.skip:
+            return
+        inplace = name.endswith("_") or name.startswith("__i")
+        if not inplace and args and isinstance(args[0], torch.Tensor) and out is args[0]:
+            return  # x.to(x.dtype), x.contiguous(): the same tensor handed back is no new step
+        parents = tuple(sorted({self.made[id(t)] for t in _tensors((args, kwargs)) if id(t) in self.made}))
+        for t in _tensors(out):
+            if t.is_floating_point() or t.dtype == torch.bool:
+                self.alive.append(t)  # held, so that no later tensor gets its id
+                self.made[id(t)] = len(self.ops)
+                self.ops.append(Op(line, name, t.detach().to("cpu", torch.float64, copy=True), parents,
+                                   boolean=t.dtype == torch.bool))
+
+
+def record(path: Path, call, skip: set[int] = frozenset()) -> list[Op]:
+    """Run call() under a tracer that keeps every tensor made from `path`'s lines; never raises."""
+    keep = Recorder(skip)
+    try:
+        with Tracer(path, {}, record=keep), torch.no_grad():
+            call()
+    except BaseException:  # noqa: BLE001 - what ran until the error is still worth aligning
+        pass
+    return keep.ops
+
+
+def _tensors(obj, depth: int = 0):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 3 and isinstance(obj, (tuple, list)):
+        for x in obj:
+            yield from _tensors(x, depth + 1)
+    elif depth < 3 and isinstance(obj, dict):
+        for x in obj.values():
+            yield from _tensors(x, depth + 1)
+
+
+# --- the reference's steps -----------------------------------------------------------------------------
+
+def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None) -> None:
+    """Give each reference op its kind and label, from what the call does and the variable its line assigns.
+    A line keeps the kind its first run gave it (a loop's later blocks are the same steps); `names` (the spec's
+    step_names) name steps by variable where the call alone cannot say (flash's running max, rope's angles)."""
+    targets = assigned(source)
+    seen_softmax = seen_product = False
+    memo: dict[tuple, str] = {}
+    boolish: list[bool] = []
+    for op in ops:
+        # a bool tensor, or one made from bool tensors only (mask.float(), an additive bias built from a mask)
+        boolish.append(op.boolean or bool(op.parents) and all(boolish[p] for p in op.parents))
+        var = targets.get(op.line, "")
+        key = (op.line, op.name)
+        if key not in memo:
+            masked = any(boolish[p] for p in op.parents)
+            memo[key] = _kind(op, seen_softmax, seen_product, masked)
+        raw = memo[key]
+        seen_softmax |= raw == "softmax"
+        seen_product |= raw == "weighted sum"
+        op.kind = raw if raw in STRUCTURE else (names or {}).get(var, raw)
+        op.aux = boolish[-1]
+        op.label = _said(op.kind, var)
+
+
+def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool) -> str:
+    n = op.name
+    if n in LINEAR:
+        return "output projection" if seen_softmax else "projection"
+    if n in SCORES:
+        return "weighted sum" if seen_softmax else "scores"
+    if n in SOFTMAX:
+        return "softmax"
+    if n in LAYOUT:
+        return "merge" if seen_product else ("head split" if not seen_softmax else "step")
+    if n in SCALING and not seen_softmax and not masked:
+        return "scale"
+    if n in ("masked_fill", "masked_fill_", "where") or n in MASKING and masked:
+        return "mask"
+    return "step"
+
+
+def _said(kind: str, var: str) -> str:
+    what = {"projection": "the projection", "output projection": "the output projection", "scores": "the scores",
+            "weighted sum": "the weighted sum of the values", "softmax": "the softmax", "scale": "the scale",
+            "mask": "the mask", "head split": "the head split", "merge": "the merge of the heads"}.get(kind)
+    if what is None:
+        what = f"the {kind}" if kind != "step" else "the step"
+    if var == "return":
+        return what + " returned"
+    return what + (f" computing {var}" if var and var not in what else "")
+
+
+def assigned(source: str) -> dict[int, str]:
+    """line -> the name(s) its statement assigns ("q", "q, k, v", "return" for a return statement)."""
+    out: dict[int, str] = {}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)):
+            if isinstance(node, ast.Return):
+                name = "return"
+            else:
+                tgts = node.targets if isinstance(node, ast.Assign) else [node.target]
+                name = ", ".join(ast.unparse(t).strip("()") for t in tgts).replace("self.", "")
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                out.setdefault(line, name)
+    return out
+
+
+def constructor_lines(source: str) -> set[int]:
+    """The lines of every __init__ in the source."""
+    out: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            out.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return out
+
+
+# --- aligning: does a user tensor hold a reference tensor's numbers? --------------------------------------
+
+HIDDEN = -1e4  # a score this low gets exactly 0 weight in float64: -1e9, finfo.min and -inf all hide a key
+
+
+def distance(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Relative L2 distance of two same-shape tensors; -inf and inf count where both have them, and any score low
+    enough to hide a key counts as -inf."""
+    a = a.masked_fill(a <= HIDDEN, float("-inf"))
+    b = b.masked_fill(b <= HIDDEN, float("-inf"))
+    both = torch.isinf(a) & torch.isinf(b) & (torch.sign(a) == torch.sign(b))
+    if bool((torch.isnan(a) | torch.isnan(b)).any()) or bool((torch.isinf(a) ^ torch.isinf(b)).any()):
+        return float("inf")
+    a, b = a.masked_fill(both, 0.0), b.masked_fill(both, 0.0)
+    return float((a - b).norm() / b.norm().clamp_min(1e-12))
+
+
+def layouts(u: torch.Tensor, shape: torch.Size):
+    """u seen in `shape`: as it is, with its axes permuted, reshaped in order; (view, how it was laid out)."""
+    if u.shape == shape:
+        yield u, ""
+    if u.dim() == len(shape) and u.dim() <= 5 and sorted(u.shape) == sorted(shape):
+        for perm in itertools.permutations(range(u.dim())):
+            if perm != tuple(range(u.dim())) and tuple(u.shape[p] for p in perm) == tuple(shape):
+                yield u.permute(perm), f"laid out as {tuple(u.shape)}"
+    if u.numel() == shape.numel() and u.shape != shape:
+        yield u.reshape(shape), f"shaped {tuple(u.shape)}"
+
+
+def signature(t: torch.Tensor) -> torch.Tensor:
+    """Its values sorted (hidden scores, NaN and inf as fixed stand-ins): equal for two tensors that hold the same
+    numbers in any layout."""
+    flat = t.flatten()
+    flat = flat.masked_fill(flat <= HIDDEN, -1e6).nan_to_num(nan=1e7, posinf=1e8)
+    return flat.sort().values
+
+
+def reproduces(u: torch.Tensor, r: torch.Tensor) -> bool:
+    return any(distance(v, r) <= SAME for v, _ in layouts(u, r.shape))
+
+
+def reproduced(ref: list[Op], user: list[Op]) -> list[int | None]:
+    """For each reference op, the index of a user op that reproduces it (the whole tensor, or one head of it when
+    the user loops over heads), or None. The user's tensors of each size are screened at once by their sorted
+    values, so few layouts are tried."""
+    groups: dict[int, tuple[list[int], torch.Tensor]] = {}
+    for j, u in enumerate(user):
+        groups.setdefault(u.out.numel(), ([], []))
+        groups[u.out.numel()][0].append(j)
+        groups[u.out.numel()][1].append(signature(u.out))
+    groups = {n: (js, torch.stack(sigs)) for n, (js, sigs) in groups.items()}
+
+    def find(r: torch.Tensor) -> int | None:
+        js, sigs = groups.get(r.numel(), ((), None))
+        if not js:
+            return None
+        sig = signature(r)
+        close = ((sigs - sig).norm(dim=1) <= SAME * sig.norm().clamp_min(1e-12)).nonzero().flatten().tolist()
+        return next((js[k] for k in close if reproduces(user[js[k]].out, r)), None)
+
+    out = []
+    for r in ref:
+        hit = find(r.out) if informative(r.out) else None
+        if hit is None and informative(r.out) and r.out.dim() >= 3:  # one head of r (B, H, ...): a loop over heads
+            hit = next((h for h in (find(r.out[:, k]) for k in range(min(r.out.size(1), 16))) if h is not None), None)
+        out.append(hit)
+    return out
+
+
+def informative(t: torch.Tensor) -> bool:
+    """A tensor whose every entry is the same (the zeros a loop starts from, a factor of 0) proves nothing when a
+    user tensor matches it."""
+    flat = t.flatten()
+    return flat.numel() >= 2 and not bool((flat == flat[0]).all())
+
+
+def departure(ref: list[Op], user: list[Op], bool_steps: bool = False) -> Departure | None:
+    """The first reference step the user's code gets wrong while it gets right every step it is computed from."""
+    if not ref:
+        return None
+    hits = reproduced(ref, user)
+    vouched = [h is not None for h in hits]
+    for i in reversed(range(len(ref))):  # a step computed from this one is reproduced: this one is right too
+        vouched[i] = vouched[i] or any(vouched[c] for c in children(ref, i))
+    # a tensor of one repeated value (the zeros a loop starts from) cannot be told apart, nor can a boolean helper
+    # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
+    right = [v or (r.aux and not bool_steps) or not informative(r.out) for v, r in zip(vouched, ref)]
+    for i, r in enumerate(ref):
+        if right[i]:
+            continue
+        if all(right[p] for p in r.parents):
+            return explain(ref, i, user, hits)
+    return None
+
+
+def children(ref: list[Op], i: int) -> list[int]:
+    return [j for j in range(i + 1, len(ref)) if i in ref[j].parents]
+
+
+def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], shortlist: int = 6) -> Departure:
+    """The departure at reference step i, said with the user's tensor that stands for it: among those made from the
+    user's tensors that reproduce the step's inputs (else any made after them), one whose difference has a name
+    (a factor, -inf kept finite, ...), else the nearest. Only a short list of the nearest is described."""
+    r = ref[i]
+    sources = {hits[p] for p in r.parents if hits[p] is not None}
+    after = max(sources, default=-1)
+    fed = descendants(user, sources)
+    taken = {h for h in hits if h is not None}  # tensors of the user's that are already another step
+    near_ones = []
+    for j, u in enumerate(user):
+        skipped = j in sources  # the step left out: the tensor it starts from stands for it
+        if not skipped and (j <= after or j in taken) or u.out.numel() != r.out.numel():
+            continue
+        for view, laid in layouts(u.out, r.out.shape):
+            near_ones.append(((j not in fed and not skipped, near(view, r.out)), j, view, laid, skipped))
+    near_ones.sort(key=lambda c: c[0])
+    listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
+    best, best_key = None, None
+    for (unfed, d), j, view, laid, skipped in listed:
+        how = relation(view, r, ref, i)
+        key = (unfed, how.startswith("yours differs"), skipped, d)
+        if best_key is None or key < best_key:
+            best, best_key = (j, how, laid), key
+    if best is None:
+        line = next((u.line for u in user[after + 1:]), None)
+        return Departure(r.label, r.kind, line, f"none of your tensors from there on holds the reference's "
+                                                f"{r.out.numel()} numbers {tuple(r.out.shape)}")
+    j, how, laid = best
+    if laid and "arrangement" not in how:
+        how += f" ({laid})"
+    return Departure(r.label, r.kind, user[j].line, how)
+
+
+def descendants(ops: list[Op], roots: set[int]) -> set[int]:
+    out = set(roots)
+    for j, op in enumerate(ops):
+        if any(p in out for p in op.parents):
+            out.add(j)
+    return out - roots
+
+
+def near(a: torch.Tensor, b: torch.Tensor) -> float:
+    """A distance that never gives up: finite entries by relative L2, plus the share of entries finite in one only."""
+    both = torch.isfinite(a) & torch.isfinite(b)
+    odd = float((torch.isfinite(a) != torch.isfinite(b)).double().mean()) if a.numel() else 0.0
+    if not bool(both.any()):
+        return 1.0 + odd
+    return distance(a[both], b[both]) + odd
+
+
+def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> str:
+    """What differs between the user's tensor u and the reference step r, in words."""
+    want = r.out
+    finite = torch.isfinite(want)
+    if bool((~finite).any()) and bool(torch.isfinite(u[~finite]).all()) and distance(
+            u.masked_fill(~finite, 0.0), want.masked_fill(~finite, 0.0)) <= SAME:
+        vals = sorted({round(float(v), 4) for v in u[~finite].flatten()[:50]})
+        shown = ", ".join(f"{v:g}" for v in vals[:3])
+        return f"yours keeps finite values ({shown}) where the reference has -inf: hidden keys keep weight"
+    if r.kind == "mask" or bool((want <= HIDDEN).any()):
+        said = hiding(u, want)
+        if said:
+            return said
+    both = finite & torch.isfinite(u)
+    uu, ww = u[both], want[both]
+    if ww.numel() and float(ww.norm()) > 0:
+        c = float((uu * ww).sum() / (ww * ww).sum())
+        if abs(c - 1) > 1e-6 and c != 0 and distance(uu, c * ww) <= SAME:
+            return f"yours is the reference's times {c:.4g} (1/{1 / c:.4g})"
+    for k, other in enumerate(ref):
+        if k != i and other.label != r.label and other.out.shape == want.shape and informative(other.out) and \
+                distance(u, other.out) <= SAME:
+            return f"yours holds the numbers of the reference's {other.label.removeprefix('the ')}"
+    if r.kind == "softmax" and abs(float(u.sum()) - 1) <= 1e-6:
+        return "yours sums to 1 over the whole tensor, not over each query's keys"
+    for dim in range(u.dim()):
+        sums = u.sum(dim)
+        if dim != u.dim() - 1 and r.kind == "softmax" and distance(sums, torch.ones_like(sums)) <= SAME:
+            return f"yours sums to 1 over axis {dim}, not over the keys (the last axis)"
+    if u.numel() and distance(u.flatten().sort().values, want.flatten().sort().values) <= SAME:
+        return "yours holds the right numbers in another arrangement"
+    d = (u - want).abs().nan_to_num(float("inf"))
+    return f"yours differs by up to {float(d.max()):.3g} (relative L2 {distance(u, want):.2g})"
+
+
+def hiding(u: torch.Tensor, want: torch.Tensor) -> str | None:
+    """Which entries the user's scores hide (-inf or any score low enough), against the reference's."""
+    if bool(torch.isnan(u).any()) or bool((u == float("inf")).any()):
+        return "yours holds NaN or +inf where the reference has finite scores or -inf"
+    hid_u, hid_r = u <= HIDDEN, want <= HIDDEN
+    extra, missed = int((hid_u & ~hid_r).sum()), int((hid_r & ~hid_u).sum())
+    if not extra and not missed:
+        return None
+    if missed and not extra and distance(u.masked_fill(hid_r, 0.0), want.masked_fill(hid_r, 0.0)) <= SAME:
+        return None  # only the fill differs: said below ("keeps finite values")
+    parts = [f"shows {missed} of the {int(hid_r.sum())} scores the reference hides"] if missed else []
+    parts += [f"hides {extra} scores the reference shows"] if extra else []
+    return "yours " + " and ".join(parts)
+
+
+def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | None:
+    """Run the reference and the user's code on `case`, each traced, and find where they part."""
+    from attn_drill.judge import calls
+
+    source = reference_path.read_text(encoding="utf-8")
+    ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source))
+    label_steps(ref, source, getattr(spec, "step_names", None))
+    keep = Recorder()
+    calls.run(spec, target, case, path, record=keep)
+    return departure(ref, keep.ops, bool_steps=not spec.differentiable)
