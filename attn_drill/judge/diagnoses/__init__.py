@@ -164,6 +164,15 @@ def locate(check) -> str:
     return own(check) if own else ""
 
 
+SHAPE_CAUSES: dict[str, Callable] = {}  # exercise id -> a known mistake that explains a wrong shape (families add theirs)
+
+
+def shape_cause(check, symptom: Finding) -> Finding | None:
+    """The known mistake behind a wrong output shape, with the shape as its evidence; None when none is known."""
+    own = SHAPE_CAUSES.get(check.spec.id)
+    return own(check, symptom) if own else None
+
+
 def values_mismatch(check) -> Finding:
     o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
               and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
@@ -172,5 +181,5 @@ def values_mismatch(check) -> Finding:
     return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
 
 
-for _family in ("attention", "modules", "softmax", "masks", "rope", "cache", "flash", "generic"):
+for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in
