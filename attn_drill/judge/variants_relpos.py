@@ -1,6 +1,6 @@
 """Known mistakes of relative-position attention (Shaw et al.), as executable variants (see variants.py).
 
-Default knobs give the reference's answer (tests/test_reference_relpos.py proves it). The relative-position
+Default knobs give the reference's answer (tests/test_reference_v2_attention.py proves it). The relative-position
 knobs reproduce its own mistakes (the offset's direction, far offsets not clipped, the position term left
 unscaled); the attention and head knobs apply as in mha.
 """
