@@ -63,6 +63,17 @@ def random_mask(gen: torch.Generator, *shape: int) -> torch.Tensor:
     return rows.reshape(shape)
 
 
+def roomy_mask(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    """random_mask whose every row shows two keys or more: a row with one visible key gives it weight 1 whatever
+    the scores, so it tells nothing about them (no scale can be fitted from a case made only of such rows)."""
+    mask = random_mask(gen, *shape)
+    rows = mask.reshape(-1, shape[-1])
+    lone = rows.sum(-1) == 1
+    hidden = (~rows).to(torch.uint8).argmax(-1)  # the first hidden key; with Tk >= 3 another stays hidden
+    rows[lone, hidden[lone]] = True
+    return rows.reshape(shape)
+
+
 def random_params(gen: torch.Generator, shapes: dict[str, tuple[int, int]], bias: bool) -> dict:
     """float64 weights by layer name, (out_features, in_features) each, with unit gain (x ~ N(0, 1) -> each
     feature ~ N(0, 1)), so scaled scores have spread ~1: softmax is neither flat nor saturated, and a wrong

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill.judge import variants
-from attn_drill.judge.specs.base import Case, random_mask, random_params
+from attn_drill.judge.specs.base import Case, random_params, roomy_mask
 from attn_drill.judge.specs.mha import MHASpec
 
 
@@ -35,7 +35,7 @@ class MHADimsSpec(MHASpec):
             key = query if self_attn else torch.randn(B, Tk, dim, generator=gen, dtype=torch.float64)
             value = query if self_attn else torch.randn(B, Tk, dim, generator=gen, dtype=torch.float64)
             mask = {None: None, "full": (B, Tq, Tk), "keys": (B, 1, Tk)}[mask_kind]
-            mask = None if mask is None else random_mask(gen, *mask)
+            mask = None if mask is None else roomy_mask(gen, *mask)
             label = (f"B={B} H={H} Tq={Tq} Tk={Tk} dim={dim} dk={dk} dv={dv}{'' if bias else ', bias=False'}, "
                      + (f"mask {tuple(mask.shape)}" if mask is not None else "no mask")
                      + (", self-attention" if self_attn else ""))

@@ -12,6 +12,7 @@ from torch import nn
 
 from attn_drill import findings
 from attn_drill.judge import variants_relpos
+from attn_drill.judge.specs.base import roomy_mask
 from attn_drill.judge.specs.self_attention import SelfAttentionSpec, random_case
 from attn_drill.judge.variants import Knobs, linear
 
@@ -39,7 +40,8 @@ class RelPosSpec(SelfAttentionSpec):
             label = f"B={B} H={H} T={T} d={d} (D={D}) max_distance={m}"
             config = {"d_model": D, "num_heads": H, "max_distance": m}
             dims = {"B": B, "H": H, "T": T, "d": d, "D": D, "max_distance": m}
-            c = random_case(gen, dims, config | {"bias": True}, self.layer_shapes(config), mask_kind, label)
+            c = random_case(gen, dims, config | {"bias": True}, self.layer_shapes(config), mask_kind, label,
+                            roomy_mask)
             c.config = config  # every layer has a bias, but it is not a constructor argument
             c.params["rel_k.weight"] = torch.randn(2 * m + 1, d, generator=gen, dtype=torch.float64)
             return c

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill.judge import module_variants
+from attn_drill.judge.specs.base import roomy_mask
 from attn_drill.judge.specs.self_attention import SelfAttentionSpec, random_case
 from attn_drill.judge.variants import Knobs, linear
 
@@ -33,7 +34,7 @@ class SingleHeadSpec(SelfAttentionSpec):
             label = f"B={B} T={T} dim={dim} dk={dk} dv={dv}{'' if bias else ', bias=False'}"
             config = {"dim": dim, "dk": dk, "dv": dv, "bias": bias}
             dims = {"B": B, "T": T, "dim": dim, "dk": dk, "dv": dv, "d": dk, "D": dim}
-            return random_case(gen, dims, config, self.layer_shapes(config), mask_kind, label)
+            return random_case(gen, dims, config, self.layer_shapes(config), mask_kind, label, roomy_mask)
 
         # dk, dv and dim all differ, so a scale by sqrt(dv) or sqrt(dim) shows, and so does a dv-wide q
         return [
