@@ -31,10 +31,11 @@ def relpos_no_clip(check):
             break
     else:
         return None
-    o = next((o for o in check.outcomes if o.error is not None), None)
-    if o is not None:  # the symptom is its evidence: the lookup that raises where T > max_distance + 1
-        f.line = load.user_line(o.error, check.path)[0] or f.line
-        f.evidence += f"; it raises on the longer sequences ({load.describe(o.error)}, {o.case.label})"
+    raised = [o for o in check.outcomes if o.error is not None]
+    if raised:  # the symptom is its evidence: the lookup that raises where T > max_distance + 1
+        f.line = load.user_line(raised[0].error, check.path)[0] or f.line
+        f.evidence += (f"; your code raises on the {len(raised)} cases with T > max_distance + 1 "
+                       f"({load.describe(raised[0].error)})")
     case = next(c for c in check.cases if c.dims["T"] > 2 * c.dims["max_distance"] + 1)
     m = case.dims["max_distance"]
     f.evidence += (f"; with T={case.dims['T']} and max_distance={m} offsets reach +-{case.dims['T'] - 1}, and every "
