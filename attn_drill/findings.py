@@ -115,6 +115,27 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "W_qkv's output is [q | k | v], each D wide, with heads inside each.",
         "Split with qkv.split(D, dim=-1) (or view(B, T, 3, H, d)), not view(B, T, H, 3, d).",
     ),
+    "relpos-direction": (
+        ERROR,
+        "The relative offset runs the wrong way",
+        "r_ij belongs to key j's offset from query i, j - i: a key in the past has a negative offset. With i - j "
+        "every query reads the past with the future's embeddings.",
+        "Build the offsets as arange(T)[None, :] - arange(T)[:, None]  # [i, j] = j - i.",
+    ),
+    "relpos-no-clip": (
+        ERROR,
+        "Offsets beyond max_distance are not clipped",
+        "rel_k holds 2 * max_distance + 1 embeddings; every offset further than max_distance must share the "
+        "last one on its side. That is what lets the layer run on sequences longer than any it was trained on.",
+        "Clamp before the lookup: self.rel_k(offsets.clamp(-max_distance, max_distance) + max_distance).",
+    ),
+    "relpos-unscaled": (
+        ERROR,
+        "The position term is not scaled",
+        "q_i . r_ij is a dot product of d features like q_i . k_j: it grows with d the same way, so both are "
+        "divided by sqrt(d), together.",
+        "Add the two terms first, then scale: scores = (q @ k.transpose(-2, -1) + position) / math.sqrt(d).",
+    ),
     "kv-repeat-order": (
         ERROR,
         "KV heads are tiled instead of interleaved",

@@ -467,6 +467,9 @@ PLAUSIBLE = {
                  "cache-wrong-axis", "wrong-output-shape", "exception") + _ROPE,
     "flash": ("missing-scale", "wrong-scale", "causal-diagonal", "causal-misaligned", "online-softmax-no-rescale",
               "full-scores-materialized", "nan-output", "wrong-output-shape", "exception"),
+    "self-attention": _ATTENTION,
+    "mha-dims": _MODULE,
+    "relative-position": _MODULE + ("relpos-direction", "relpos-no-clip", "relpos-unscaled"),
 }
 # A title alone does not say what happens for these: the contract's words do
 CONSEQUENCE = {

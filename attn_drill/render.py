@@ -201,11 +201,35 @@ def console(stderr: bool = False) -> Console:
 
 
 def say(out: Console, *parts) -> None:
-    """One message, never wrapped, so paths stay copy-pasteable: keep its prose short. parts: str or
-    (str, style), escaped (they carry file names and values the user typed)."""
+    """One message; paths and commands (the styled parts) are never broken, so they stay copy-pasteable. A message
+    wider than the console breaks between the words of its plain parts. parts: str or (str, style), escaped (they
+    carry file names and values the user typed)."""
     safe = [(printable(p[0], multiline=True), p[1]) if isinstance(p, tuple) else printable(p, multiline=True)
             for p in parts]
-    out.print(Text.assemble(*safe), soft_wrap=True)
+    text = Text.assemble(*safe)
+    if "\n" not in text.plain and len(text.plain) > out.width:
+        text = Text.assemble(*_fold(safe, out.width))
+    out.print(text, soft_wrap=True)
+
+
+def _fold(parts: list, width: int) -> list:
+    """parts with the spaces between words of plain parts turned into line breaks where a line would pass width."""
+    words = []  # (text, style): each styled part whole, each plain word with the space after it
+    for p in parts:
+        if isinstance(p, tuple):
+            words.append(p)
+        else:
+            *rest, last = p.split(" ")
+            words += [(w + " ", "") for w in rest] + ([(last, "")] if last else [])
+    out, used = [], 0
+    for text, style in words:
+        if used and used + len(text.rstrip()) > width and out and out[-1][0].endswith(" "):
+            out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
+            out.append(("\n", ""))
+            used = 0
+        out.append((text, style))
+        used += len(text)
+    return out
 
 
 def solved(out: Console, ex: "Exercise", took: float, best: float | None) -> None:

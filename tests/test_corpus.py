@@ -83,6 +83,9 @@ REQUIRED = {
                                                    "missing-output-projection", "kv-repeat-order", "cache-wrong-axis",
                                                    "mask-fill-overflow"},
     "flash": GENERIC | SCALE | CAUSAL | {"online-softmax-no-rescale", "full-scores-materialized", "nan-on-empty-row"},
+    "self-attention": GENERIC | ATTENTION,  # one head: no head split, merge or W_o to get wrong
+    "mha-dims": GENERIC | MODULE,
+    "relative-position": GENERIC | MODULE | {"relpos-direction", "relpos-no-clip", "relpos-unscaled"},
 }
 
 

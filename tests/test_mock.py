@@ -96,6 +96,17 @@ def test_pick_goes_untried_then_unpassed_then_slow_then_random():
     assert {mock.pick(random.Random(s), exercises)[0].id for s in range(20)} == {"sdpa", "mha"}
 
 
+def test_the_mock_picks_from_the_whole_catalogue_and_asks_on_topic():
+    """Every exercise can come up (the v2 ones too), and the follow-up bank has questions on its concepts."""
+    picked = {mock.pick(random.Random(s))[0].id for s in range(400)}
+    assert picked == set(catalogue.exercises())
+    for ex_id in ("self-attention", "mha-dims", "relative-position"):
+        ex = catalogue.get(ex_id)
+        asked = questions.pick(ex.concepts, 3, rng=random.Random(1))
+        assert all(set(q.concepts) & set(ex.concepts) for q in asked), ex_id
+    assert any("relative-position" in q.concepts for q in questions.pick(["relative-position"], 3))
+
+
 def test_a_passed_mock_counts_for_picking():
     # what a mock records: its passing check (the one record of passes), then its scorecard
     history.record_check("sdpa", passed=True, slugs=[], source="mock", attempt="mock:m", solve_seconds=10.0)

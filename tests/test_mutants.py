@@ -159,7 +159,8 @@ def test_a_file_that_does_not_parse_has_no_mutants_and_mutants_are_distinct():
         assert changed_lines(source, m.source) == list(m.lines) and m.line == m.lines[0]
 
 
-@pytest.mark.parametrize("name", ["sdpa", "mha", "mha_fused", "gqa", "softmax", "flash", "kv_cache", "masks", "rope"])
+@pytest.mark.parametrize("name", ["sdpa", "mha", "mha_fused", "gqa", "softmax", "flash", "kv_cache", "masks", "rope",
+                                  "self_attention", "mha_dims", "relative_position"])
 def test_every_model_answer_has_mutants_that_parse(name):
     source = (Path(paths.REFERENCE) / f"{name}.py").read_text(encoding="utf-8")
     found = mut.mutants(source)
@@ -263,7 +264,9 @@ def assert_answers_are_the_checker_s(path: Path, exercise: str, seed: int, quest
         assert first["title"] in q["choices"][q["answer"]] or first["slug"] == "exception"
 
 
-REFERENCES = [("sdpa", "sdpa.py"), ("mha", "mha.py"), ("gqa", "gqa.py"), ("softmax", "softmax.py")]
+REFERENCES = [("sdpa", "sdpa.py"), ("mha", "mha.py"), ("gqa", "gqa.py"), ("softmax", "softmax.py"),
+              ("self-attention", "self_attention.py"), ("mha-dims", "mha_dims.py"),
+              ("relative-position", "relative_position.py")]
 
 
 @pytest.mark.parametrize("exercise, file", REFERENCES)

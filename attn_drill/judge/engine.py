@@ -168,9 +168,10 @@ class Check:
             expected = self.spec.expected_shapes(o.case)
             for name, t in zip(self.spec.outputs, o.outputs):
                 if tuple(t.shape) != expected[name]:
-                    self.fail(findings.make(
+                    shape = findings.make(
                         "wrong-output-shape", f"{name} is {tuple(t.shape)}, expected {expected[name]} ({o.case.label})",
-                        score=1.5, what=name, expected=str(expected[name])))
+                        score=1.5, what=name, expected=str(expected[name]))
+                    self.fail(diagnoses.shape_cause(self, shape) or shape)  # a known cause outranks its symptom
         return PASS, f"{len(returned)} of {len(self.cases)} cases returned the right shapes"
 
     def values(self):

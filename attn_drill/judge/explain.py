@@ -230,5 +230,37 @@ def flash(spec, gen) -> Setup:
                  [("flash_attention(q, k, v, causal=True, block_size)", prepare)])
 
 
+def self_attention(spec, gen) -> Setup:
+    sizes = {"B": 4, "T": 5, "dim": 11, "dk": 6, "dv": 7}
+    config = {"dim": 11, "dk": 6, "dv": 7, "bias": True}
+    inputs = {"x": _randn(gen, 4, 5, 11), "mask": random_mask(gen, 4, 5, 5)}
+    case = Case("", inputs, dict(sizes, Tq=5, Tk=5, d=6, D=11), config,
+                random_params(gen, spec.layer_shapes(config), True))
+    return Setup(sizes, "x (B, T, dim), mask (B, T, T)", [("forward(x, mask)", _module(spec, case))])
+
+
+def mha_dims(spec, gen) -> Setup:
+    B, H, Tq, Tk, dim, dk, dv = 4, 5, 6, 7, 11, 8, 9
+    config = {"dim": dim, "num_heads": H, "dk": dk, "dv": dv, "bias": True}
+    inputs = {"query": _randn(gen, B, Tq, dim), "key": _randn(gen, B, Tk, dim), "value": _randn(gen, B, Tk, dim),
+              "mask": random_mask(gen, B, Tq, Tk)}
+    sizes = {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "dim": dim, "dk": dk, "dv": dv}
+    case = Case("", inputs, dict(sizes, d=dk, D=dim), config, random_params(gen, spec.layer_shapes(config), True))
+    return Setup(sizes, "query (B, Tq, dim), key and value (B, Tk, dim), mask (B, Tq, Tk)",
+                 [("forward(query, key, value, mask)", _module(spec, case))])
+
+
+def relative_position(spec, gen) -> Setup:
+    sizes = {"B": 4, "H": 5, "T": 6, "d": 7, "D": 35}
+    config = {"d_model": 35, "num_heads": 5, "max_distance": 11}  # the table (23, d): no axis of the case
+    case = _self_attention(spec, gen, sizes, config | {"bias": True})
+    case.config = config
+    case.dims["max_distance"] = 11
+    case.params["rel_k.weight"] = _randn(gen, 23, 7)
+    return Setup(sizes, "x (B, T, D), mask (B, T, T); max_distance = 11",
+                 [("forward(x, mask)", _module(spec, case))])
+
+
 SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
-          "rope": rope, "kv-cache": kv_cache, "flash": flash}
+          "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
+          "relative-position": relative_position}

@@ -1,4 +1,4 @@
-"""Known mistakes of the fused and grouped-query modules, as executable variants (see variants.py).
+"""Known mistakes of the fused, grouped-query and single-head modules, as executable variants (see variants.py).
 
 Default knobs give the reference's answer (tests/test_reference_mha_fused.py and test_reference_gqa.py prove it);
 `qkv_split` and `kv_repeat` reproduce the two mistakes of their own, the other knobs the attention ones.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge.variants import RIGHT, Knobs, attend_and_merge, linear, repeat_kv, split_heads
+from attn_drill.judge.variants import RIGHT, Knobs, attend_and_merge, attention, linear, repeat_kv, split_heads
 
 
 def split_qkv(qkv: torch.Tensor, H: int, how: str = "ok") -> tuple:
@@ -53,3 +53,10 @@ def gqa_qkv(params: dict, H: int, Hkv: int, x, knobs: Knobs = RIGHT):
     q, k, v = gqa_project(params, H, Hkv, x, knobs.split)
     groups = H // Hkv
     return q, repeat_kv(k, groups, knobs.kv_repeat), repeat_kv(v, groups, knobs.kv_repeat)
+
+
+def single_head(params: dict, x, mask=None, knobs: Knobs = RIGHT):
+    """SelfAttention (one head, no W_o) from a state dict {W_q.weight, ...}: q, k (B, T, dk), v (B, T, dv); the
+    mask (B, T or 1, T) lines up with the (B, T, T) scores as it is."""
+    q, k, v = (linear(x, params, n) for n in ("W_q", "W_k", "W_v"))
+    return attention(q, k, v, mask, knobs)

@@ -26,7 +26,7 @@ def heatmap(yours: torch.Tensor, expected: torch.Tensor, label: str) -> dict:
     y2, e2 = y.reshape(-1, *y.shape[-2:]), e.reshape(-1, *e.shape[-2:])
     worst = int(torch.nan_to_num((y2 - e2).abs(), nan=1.0).flatten(1).sum(1).argmax())
     index = torch.unravel_index(torch.tensor(worst), lead) if lead else ()
-    names = ("batch", "head") if len(lead) == 2 else tuple(f"dim {i}" for i in range(len(lead)))
+    names = {1: ("batch",), 2: ("batch", "head")}.get(len(lead)) or tuple(f"dim {i}" for i in range(len(lead)))
     where = ", ".join(f"{n} {int(i)}" for n, i in zip(names[-len(lead):], index)) if lead else ""
 
     def rows(t):

@@ -30,15 +30,25 @@ class Knobs:
     rope_sign: int = 1  # 1, or -1: rotates by -theta
     rope_positions: str = "given"  # given | arange (0..T-1: the positions, or the cache offset, ignored)
     rope_freqs: str = "ok"  # ok (base ** (-2i/d)) | another formula named in rope_fit.FREQUENCIES
+    # relative-position (variants_relpos applies them):
+    relpos_offset: str = "j-i"  # j-i (key j's offset from query i) | i-j (the direction flipped)
+    relpos_far: str = "clip"  # clip | none (an index past the table raises) | wrap (% the table) | drop (no term)
+    relpos_scaled: bool = True  # False: the position term added after the 1/sqrt(d) scaling
 
 
 RIGHT = Knobs()
 
 
-def attention(q, k, v, mask=None, knobs: Knobs = RIGHT):
-    """(out, weights) of softmax(q k^T * scale, masked) v, with one mistake per knob."""
+def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
+    """(out, weights) of softmax((q k^T + bias) * scale, masked) v, with one mistake per knob. `bias` (..., Tq, Tk)
+    is relative-position's position term, scaled with the content unless knobs.relpos_scaled is False."""
     scale = 1.0 / math.sqrt(q.size(-1)) if knobs.scale is None else knobs.scale
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., Tq, Tk)
+    scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
+    if bias is not None and knobs.relpos_scaled:
+        scores = scores + bias
+    scores = scores * scale
+    if bias is not None and not knobs.relpos_scaled:
+        scores = scores + bias
     if mask is not None and knobs.mask in ("ok", "inverted"):
         hidden = ~mask if knobs.mask == "ok" else mask
         fill = float("-inf") if knobs.fill == "-inf" else torch.finfo(scores.dtype).min
@@ -77,12 +87,12 @@ def repeat_kv(t: torch.Tensor, groups: int, how: str = "ok") -> torch.Tensor:
     return t.repeat_interleave(groups, dim=1)  # head h reads kv head h // groups
 
 
-def attend_and_merge(params: dict, q, k, v, mask=None, knobs: Knobs = RIGHT):
+def attend_and_merge(params: dict, q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     """The modules' tail: q (B, H, Tq, d) attends over k, v (B, H, Tk, d) under a mask with no head axis
     (B, Tq or 1, Tk), the heads merged back and W_o applied: (out (B, Tq, D), weights)."""
     if mask is not None and knobs.head_axis:
         mask = mask.unsqueeze(1)  # (B, 1, Tq or 1, Tk)
-    y, weights = attention(q, k, v, mask, knobs)
+    y, weights = attention(q, k, v, mask, knobs, bias)
     y = merge_heads(y, knobs.merge)  # (B, Tq, D)
     return (linear(y, params, "W_o") if knobs.out_proj else y), weights
 

@@ -179,6 +179,15 @@ def departure(check):
     return check._departure
 
 
+SHAPE_CAUSES: dict[str, Callable] = {}  # exercise id -> a known mistake that explains a wrong shape (families add theirs)
+
+
+def shape_cause(check, symptom: Finding) -> Finding | None:
+    """The known mistake behind a wrong output shape, with the shape as its evidence; None when none is known."""
+    own = SHAPE_CAUSES.get(check.spec.id)
+    return own(check, symptom) if own else None
+
+
 def values_mismatch(check) -> Finding:
     o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
               and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
@@ -194,5 +203,5 @@ def values_mismatch(check) -> Finding:
                          step="a step no check could name", fix=findings.STEP_FIX["step"])
 
 
-for _family in ("attention", "modules", "softmax", "masks", "rope", "cache", "flash", "generic"):
+for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

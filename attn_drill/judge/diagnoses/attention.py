@@ -11,8 +11,12 @@ from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagno
                                         scale_finding, variant_finding)
 from attn_drill.judge.variants import Knobs
 
+# the exercises these diagnoses run for: attention that returns its weights, and those of it with heads
+ATTENTION = ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position")
+MODULES = ("mha", "mha-fused", "gqa", "mha-dims", "relative-position")
 
-@diagnosis("softmax-wrong-dim", ("sdpa", "mha", "mha-fused", "gqa"))
+
+@diagnosis("softmax-wrong-dim", ATTENTION)
 def softmax_wrong_dim(check):
     for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
                      (0, "softmax over dim=0")):
@@ -27,19 +31,19 @@ def softmax_wrong_dim(check):
     return None
 
 
-@diagnosis("mask-inverted", ("sdpa", "mha", "mha-fused", "gqa"))
+@diagnosis("mask-inverted", ATTENTION)
 def mask_inverted(check):
     return variant_finding(check, "mask-inverted", Knobs(mask="inverted"),
                            "hiding the keys where the mask is True (nn.MultiheadAttention's convention)",
                            line=line_of(first_masked(check), MASKING))
 
 
-@diagnosis("mask-ignored", ("sdpa", "mha", "mha-fused", "gqa"))
+@diagnosis("mask-ignored", ATTENTION)
 def mask_ignored(check):
     return variant_finding(check, "mask-ignored", Knobs(mask="ignored"), "the same attention with no mask at all")
 
 
-@diagnosis("mask-after-softmax", ("sdpa", "mha", "mha-fused", "gqa"))
+@diagnosis("mask-after-softmax", ATTENTION)
 def mask_after_softmax(check):
     f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
                         "softmax over every key, then the hidden keys' probabilities set to 0",
@@ -52,7 +56,7 @@ def mask_after_softmax(check):
     return f
 
 
-@diagnosis("mask-head-broadcast", ("mha", "mha-fused", "gqa"))
+@diagnosis("mask-head-broadcast", MODULES)
 def mask_head_broadcast(check):
     f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
                         "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
@@ -73,14 +77,14 @@ def located(check):
     return lambda _example: locate(check)
 
 
-@diagnosis("wrong-head-split", ("mha", "mha-fused", "gqa"))
+@diagnosis("wrong-head-split", MODULES)
 def wrong_head_split(check):
     return variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
                            "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
                            line=line_of(first_outcome(check), RESHAPES), extra=located(check))
 
 
-@diagnosis("wrong-head-merge", ("mha", "mha-fused", "gqa"))
+@diagnosis("wrong-head-merge", MODULES)
 def wrong_head_merge(check):
     line = line_of(first_outcome(check), RESHAPES, last=True)
     f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
@@ -97,7 +101,7 @@ def wrong_head_merge(check):
     return None
 
 
-@diagnosis("missing-output-projection", ("mha", "mha-fused", "gqa"))
+@diagnosis("missing-output-projection", MODULES)
 def missing_output_projection(check):
     return variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
                            "the merged heads returned as they are", extra=located(check))
@@ -126,7 +130,7 @@ def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | 
     return float((xc * yc).sum()) / denom if denom > 0 else None
 
 
-@diagnosis(("missing-scale", "wrong-scale"), ("sdpa", "mha", "mha-fused", "gqa"))
+@diagnosis(("missing-scale", "wrong-scale"), ATTENTION)
 def scale(check):
     """The weights are softmax(s * q k^T) for a fitted s other than 1/sqrt(d)."""
     fitted = []

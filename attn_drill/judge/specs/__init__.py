@@ -8,9 +8,13 @@ from attn_drill.judge.specs.gqa import GQASpec
 from attn_drill.judge.specs.kv_cache import KVCacheSpec
 from attn_drill.judge.specs.masks import MasksSpec
 from attn_drill.judge.specs.mha import MHASpec
+from attn_drill.judge.specs.mha_dims import MHADimsSpec
 from attn_drill.judge.specs.mha_fused import FusedSpec
+from attn_drill.judge.specs.relative_position import RelPosSpec
 from attn_drill.judge.specs.rope import RopeSpec
 from attn_drill.judge.specs.sdpa import SDPASpec
+from attn_drill.judge.specs.single_head import SingleHeadSpec
 from attn_drill.judge.specs.softmax import SoftmaxSpec
 
-SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(), KVCacheSpec(), FlashSpec())}
+SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(),
+                                    KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec())}

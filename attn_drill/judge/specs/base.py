@@ -63,6 +63,17 @@ def random_mask(gen: torch.Generator, *shape: int) -> torch.Tensor:
     return rows.reshape(shape)
 
 
+def roomy_mask(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    """random_mask whose every row shows two keys or more: a row with one visible key gives it weight 1 whatever
+    the scores, so it tells nothing about them (no scale can be fitted from a case made only of such rows)."""
+    mask = random_mask(gen, *shape)
+    rows = mask.reshape(-1, shape[-1])
+    lone = rows.sum(-1) == 1
+    hidden = (~rows).to(torch.uint8).argmax(-1)  # the first hidden key; with Tk >= 3 another stays hidden
+    rows[lone, hidden[lone]] = True
+    return rows.reshape(shape)
+
+
 def random_params(gen: torch.Generator, shapes: dict[str, tuple[int, int]], bias: bool) -> dict:
     """float64 weights by layer name, (out_features, in_features) each, with unit gain (x ~ N(0, 1) -> each
     feature ~ N(0, 1)), so scaled scores have spread ~1: softmax is neither flat nor saturated, and a wrong
@@ -270,7 +281,8 @@ class Spec:
         raise NotImplementedError
 
 
-SAMPLE = {"d_model": 12, "num_heads": 4, "num_kv_heads": 2, "bias": True, "rope_base": 10000.0}  # bound, never run
+SAMPLE = {"d_model": 12, "num_heads": 4, "num_kv_heads": 2, "bias": True, "rope_base": 10000.0,
+          "dim": 12, "dk": 5, "dv": 3, "max_distance": 2}  # bound, never run
 
 
 def grouped_layer_shapes(config: dict) -> dict[str, tuple[int, int]]:
@@ -290,7 +302,7 @@ class ModuleSpec(Spec):
     layers: tuple[str, ...]  # the nn.Linear layers the contract names
     grad_names: tuple[str, ...]  # the inputs whose gradients are compared
     positional: tuple[str, ...]  # constructor arguments passed by position, by config key
-    keyword = "bias"  # the constructor argument passed by name
+    keyword: str | None = "bias"  # the constructor argument passed by name (None: there is none)
     signature: str  # the contract's __init__, as the user reads it
     forward: tuple  # (args, kwargs) forward must bind (self first), and the contract's forward as the user reads it
 
@@ -303,7 +315,8 @@ class ModuleSpec(Spec):
             return None, findings.make("wrong-signature", f"`{self.name}` is not a subclass of nn.Module",
                                        score=1.0, name=self.name, expected=f"class {self.name}(nn.Module)")
         args = tuple(SAMPLE[k] for k in self.positional)
-        bad = check_signature(cls, self.name, args, {self.keyword: SAMPLE[self.keyword]}, self.signature)
+        kwargs = {self.keyword: SAMPLE[self.keyword]} if self.keyword else {}
+        bad = check_signature(cls, self.name, args, kwargs, self.signature)
         if bad:
             return None, bad
         args, kwargs, text = self.forward
@@ -319,9 +332,13 @@ class ModuleSpec(Spec):
         """How the contract writes the layer."""
         return "nn.Linear(d_model, d_model, bias=bias)"
 
+    def biased(self, case: Case) -> bool:
+        """Whether the contract's layers have biases in this case."""
+        return case.config.get("bias", False)
+
     def check_module(self, module: nn.Module, case: Case) -> Finding | None:
         """The contract's layers exist by name, with its shapes, and biases where its config asks for them."""
-        bias = case.config.get("bias", False)
+        bias = self.biased(case)
         for name, (n_out, n_in) in self.layer_shapes(case.config).items():
             sub = getattr(module, name, None)
             if not isinstance(sub, nn.Module) or not isinstance(getattr(sub, "weight", None), torch.Tensor):
@@ -341,7 +358,7 @@ class ModuleSpec(Spec):
     def build(self, cls, case: Case, dtype, device="cpu"):
         """(the module cls builds for the case, with the case's weights, None), or (None, why not)."""
         c = case.config
-        module = cls(*(c[k] for k in self.positional), **{self.keyword: c[self.keyword]})
+        module = cls(*(c[k] for k in self.positional), **({self.keyword: c[self.keyword]} if self.keyword else {}))
         bad = self.check_module(module, case)
         if bad:
             return None, bad

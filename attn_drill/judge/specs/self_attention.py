@@ -8,12 +8,13 @@ import torch
 from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
 
 
-def random_case(gen, dims: dict, config: dict, shapes: dict, mask_kind: str | None, label: str) -> Case:
+def random_case(gen, dims: dict, config: dict, shapes: dict, mask_kind: str | None, label: str,
+                make_mask=random_mask) -> Case:
     """x (B, T, D) and a (B, T, T) or (B, 1, T) mask (or none), every row with a visible key."""
     B, T, D = dims["B"], dims["T"], dims["D"]
     x = torch.randn(B, T, D, generator=gen, dtype=torch.float64)
     mask = {None: None, "full": (B, T, T), "keys": (B, 1, T)}[mask_kind]
-    mask = None if mask is None else random_mask(gen, *mask)
+    mask = None if mask is None else make_mask(gen, *mask)
     label += (f", mask {tuple(mask.shape)}" if mask is not None else ", no mask")
     dims = dims | {"Tq": T, "Tk": T}
     return Case(label, {"x": x, "mask": mask}, dims, config=config,

@@ -1,0 +1,28 @@
+"""Gets the weights from F.scaled_dot_product_attention run on identity values."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, dk, dv, bias=True):
+        super().__init__()
+        self.dk = dk
+        self.W_q = nn.Linear(dim, dk, bias=bias)
+        self.W_k = nn.Linear(dim, dk, bias=bias)
+        self.W_v = nn.Linear(dim, dv, bias=bias)
+
+    def forward(self, x, mask=None):
+        q = self.W_q(x)
+        k = self.W_k(x)
+        v = self.W_v(x)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.dk)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        eye = torch.eye(scores.size(-1), dtype=scores.dtype, device=scores.device).expand_as(scores)
+        weights = F.scaled_dot_product_attention(q, k, eye, attn_mask=None if mask is None else mask)
+        out = weights @ v
+        return out, weights
