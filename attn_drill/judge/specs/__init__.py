@@ -6,6 +6,7 @@ One module per exercise; `SPECS` maps catalogue ids to them.
 from attn_drill.judge.specs.flash import FlashSpec
 from attn_drill.judge.specs.gqa import GQASpec
 from attn_drill.judge.specs.kv_cache import KVCacheSpec
+from attn_drill.judge.specs.layers import DecoderLayerSpec, EncoderLayerSpec
 from attn_drill.judge.specs.masks import MasksSpec
 from attn_drill.judge.specs.mha import MHASpec
 from attn_drill.judge.specs.mha_fused import FusedSpec
@@ -13,4 +14,5 @@ from attn_drill.judge.specs.rope import RopeSpec
 from attn_drill.judge.specs.sdpa import SDPASpec
 from attn_drill.judge.specs.softmax import SoftmaxSpec
 
-SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(), KVCacheSpec(), FlashSpec())}
+SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(), KVCacheSpec(), FlashSpec(),
+                                    EncoderLayerSpec(), DecoderLayerSpec())}

@@ -270,7 +270,8 @@ class Spec:
         raise NotImplementedError
 
 
-SAMPLE = {"d_model": 12, "num_heads": 4, "num_kv_heads": 2, "bias": True, "rope_base": 10000.0}  # bound, never run
+SAMPLE = {"d_model": 12, "num_heads": 4, "num_kv_heads": 2, "bias": True, "rope_base": 10000.0, "d_ff": 24,
+          "norm_first": False}  # bound, never run
 
 
 def grouped_layer_shapes(config: dict) -> dict[str, tuple[int, int]]:
