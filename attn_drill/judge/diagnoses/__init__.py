@@ -172,5 +172,5 @@ def values_mismatch(check) -> Finding:
     return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1)
 
 
-for _family in ("attention", "modules", "softmax", "masks", "rope", "cache", "flash", "generic"):
+for _family in ("attention", "modules", "softmax", "masks", "rope", "cache", "flash", "layers", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

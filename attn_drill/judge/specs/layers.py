@@ -12,6 +12,7 @@ import torch
 
 from attn_drill import findings
 from attn_drill.judge import variants_layers
+from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
 from attn_drill.judge.trace import FORBIDDEN
 from attn_drill.judge.variants_layers import LayerKnobs
@@ -123,6 +124,16 @@ class LayerSpec(ModuleSpec):
             sub = module.get_submodule(name)
             grads[f"{name}.weight"], grads[f"{name}.bias"] = sub.weight, sub.bias
         return grads
+
+    def distance(self, a, b, var):
+        """As for every exercise, except that a token (row) that is NaN in a but not in b is left out: a layer keeps
+        tokens apart outside attention, so a mistake that leaves a query no visible key (a misrouted mask) turns
+        that token's row to NaN and no other; the mistake is then told by the rows that remain."""
+        x, y = a[0], b[0]
+        lost = torch.isnan(x).all(-1) & ~torch.isnan(y).any(-1)  # (B, T): whole NaN rows in a only
+        if bool(lost.any()) and not bool(lost.all()):
+            x, y = x[~lost], y[~lost]
+        return closeness(x, y)
 
     def scale_names(self, case):
         return {}
