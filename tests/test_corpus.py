@@ -71,6 +71,8 @@ ATTENTION = SCALE | {"softmax-wrong-dim", "mask-inverted", "mask-ignored", "mask
 MODULE = ATTENTION | {"mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection"}
 ROPE = {"rope-interleaved", "rope-wrong-frequencies", "rope-wrong-direction", "rope-positions-ignored"}
 CAUSAL = {"causal-diagonal", "causal-misaligned"}
+# the layers: their own mistakes, and every module mistake inside their attention sub-layers
+LAYER = GENERIC | MODULE | {"missing-residual", "norm-placement", "missing-activation"}
 REQUIRED = {
     "softmax": GENERIC | {"softmax-wrong-dim", "softmax-unstable"},
     "sdpa": GENERIC | ATTENTION,
@@ -83,6 +85,8 @@ REQUIRED = {
                                                    "missing-output-projection", "kv-repeat-order", "cache-wrong-axis",
                                                    "mask-fill-overflow"},
     "flash": GENERIC | SCALE | CAUSAL | {"online-softmax-no-rescale", "full-scores-materialized", "nan-on-empty-row"},
+    "encoder-layer": LAYER,
+    "decoder-layer": LAYER | {"missing-causal-mask", "cross-attention-swapped", "mask-misrouted"},
 }
 
 

@@ -25,7 +25,7 @@ class MultiHeadAttention(nn.Module):
         v = self.W_v(value).view(B, Tk, H, d).transpose(1, 2)
         scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, Tq, Tk)
         if mask is not None:
-            scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+            scores = scores.masked_fill(~mask.unsqueeze(1), torch.finfo(scores.dtype).min)
         weights = torch.softmax(scores, dim=-1)
         y = (weights @ v).transpose(1, 2).reshape(B, Tq, D)
         return self.W_o(y), weights
