@@ -18,10 +18,11 @@ from attn_drill.judge.trace import FORBIDDEN
 from attn_drill.judge.variants_layers import LayerKnobs
 
 ATTN = ("W_q", "W_k", "W_v", "W_o")
-# nn.TransformerEncoderLayer's fast path in eval mode; its slow path, and the decoder's, run
-# nn.MultiheadAttention (F.multi_head_attention_forward), forbidden already
-LAYER_FORBIDDEN = FORBIDDEN | {"transformer_encoder_layer_fwd": "nn.TransformerEncoderLayer",
-                               "_transformer_decoder_only_layer_fwd": "nn.TransformerDecoderLayer"}
+# every nn.Transformer* layer runs nn.MultiheadAttention (F.multi_head_attention_forward; under the checker's
+# function mode the encoder layer's fused fast path is never taken, but it is named in case it is)
+LAYER_FORBIDDEN = FORBIDDEN | {
+    "multi_head_attention_forward": "nn.MultiheadAttention, or an nn.Transformer* layer (F.multi_head_attention_forward)",
+    "transformer_encoder_layer_fwd": "nn.TransformerEncoderLayer"}
 
 
 def residual_stream(gen, *shape: int) -> torch.Tensor:
