@@ -360,6 +360,14 @@ def in_sublayer(finding: Finding, sublayers: list[str], evidence: str) -> Findin
     return finding
 
 
+def without_sublayer(title: str) -> str:
+    """The title as the table words it, without in_sublayer's "in self_attn: " (a choice beside other titles)."""
+    head, sep, rest = title.partition(": ")
+    if sep and head.startswith("in ") and head.endswith("_attn"):
+        return rest[:1].upper() + rest[1:]
+    return title
+
+
 class _Params(dict):
     def __missing__(self, key: str) -> str:  # a missing parameter never breaks the wording
         return "{" + key + "}"
