@@ -57,7 +57,8 @@ class DecoderLayer(nn.Module):
 
     def causal(self, T, device):
         if (T, device) not in self._causal:
-            self._causal[(T, device)] = torch.tril(torch.ones(1, T, T, device=device)) > 0
+            causal = torch.tril(torch.ones(1, T, T, device=device)) > 0  # (1, T, T)
+            self._causal[(T, device)] = causal
         return self._causal[(T, device)]
 
     def forward(self, x, memory, tgt_mask=None, memory_mask=None):
