@@ -54,7 +54,7 @@ def test_the_layers_checker(tmp_path_factory):
     (finding,) = got["encoder_layer_gelu.py"].errors
     assert finding.slug == "values-mismatch"
     assert "ff2 is the first sub-module to depart: its input differs" in finding.evidence
-    assert "everything up to ff1's output matched" in finding.evidence
+    assert "everything up to ff1's output matched, so look between them: the activation" in finding.evidence
 
 
 def test_a_sublayer_title_reads_as_the_table_in_a_choice():

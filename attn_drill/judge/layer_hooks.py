@@ -103,20 +103,21 @@ def locate(check) -> str:
     case = (bad[0] if bad else check.outcomes[0]).case
     mine = capture(spec, check.target, case)
     ref = capture(spec, getattr(reference_module(spec.file), spec.name), case)
-    before = "the layer's input"
+    before, previous = "the layer's input", None
     for want in ref:
         got = next((c for c in mine if c.name == want.name), None)
         if got is None:
             return f"{want.name} never ran ({case.label})"
         if not all(_same(a, b) for a, b in zip(got.inputs, want.inputs)):
             which = _which(got, want)
+            between = "the activation" if (previous, want.name) == ("ff1", "ff2") else "a residual or a norm"
             return (f"{want.name} is the first sub-module to depart: {which} differs from the reference's, while "
-                    f"everything up to {before} matched, so look between them: a residual or a norm ({case.label})")
+                    f"everything up to {before} matched, so look between them: {between} ({case.label})")
         if got.output is None or not all(_same(a, b) for a, b in zip(got.output, want.output)):
             if got.output is None:
                 return f"{want.name} is handed the reference's inputs and raises ({case.label})"
             return f"{want.name} is handed the reference's inputs but gives other outputs ({case.label})"
-        before = f"{want.name}'s output"
+        before, previous = f"{want.name}'s output", want.name
     return f"every sub-module matches the reference's; the difference comes after {before} ({case.label})"
 
 
