@@ -41,7 +41,7 @@ def inside_attention(check):
             f"very inputs your layer hands {'it' if len(where) == 1 else 'them'} ({case.label}); your "
             f"MultiHeadAttention, checked on its own as in the mha exercise")
     found.score = max(found.score, 1.0)  # the cause of whatever the layer's cases raised or returned
-    return findings.in_sublayer(found, where, said)
+    return raises_too(check, findings.in_sublayer(found, where, said))
 
 
 def _built(check):
@@ -88,7 +88,7 @@ def raises_too(check, f):
     raised = [o for o in check.outcomes if o.error is not None]
     if f and raised:
         o = raised[0]
-        f.line = load.user_line(o.error, check.path)[0] or f.line
+        f.line = f.line or load.user_line(o.error, check.path)[0]
         f.evidence += (f"; on {len(raised)} of {len(check.outcomes)} cases your layer raises, as this mistake does "
                        f"there ({load.describe(o.error)}, {o.case.label})")
     return f
