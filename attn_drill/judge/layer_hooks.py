@@ -148,3 +148,20 @@ def departing(check) -> tuple[list[str], object]:
         if names:
             return names, case
     return [], None
+
+
+def weights_picture(check, case, name: str) -> dict | None:
+    """The weights of the user's `name` sub-layer beside the reference's on one case (its first call), for a
+    mask finding; None when either did not return weights of one shape."""
+    from attn_drill.judge.pictures import heatmap
+
+    spec = check.spec
+    mine = next((c for c in capture(spec, check.target, case) if c.name == name and c.output), None)
+    ref = next((c for c in capture(spec, getattr(reference_module(spec.file), spec.name), case) if c.name == name), None)
+    if mine is None or ref is None or len(mine.output) != 2 or not isinstance(mine.output[1], torch.Tensor):
+        return None
+    if mine.output[1].shape != ref.output[1].shape:
+        return None
+    pic = heatmap(mine.output[1], ref.output[1], case.label)
+    pic["title"] = f"{name}'s {pic['title']}"
+    return pic

@@ -119,13 +119,21 @@ def missing_activation(check):
     return None
 
 
+def pictured(check, f, name: str):
+    """The finding with `name`'s attention weights drawn beside the reference's, on the case its evidence names."""
+    if f:
+        o = next((o for o in check.outcomes if o.case.label in f.evidence and o.outputs is not None), None)
+        f.picture = layer_hooks.weights_picture(check, o.case, name) if o else None
+    return f
+
+
 @diagnosis("missing-causal-mask", ("decoder-layer",))
 def missing_causal_mask(check):
     for how, said in (("none", "self-attention with no causal mask, hiding only tgt_mask's keys"),
                       ("unless_tgt", "the causal mask used only when no tgt_mask is given")):
         f = variant_finding(check, "missing-causal-mask", LayerKnobs(causal=how), said)
         if f:
-            return raises_too(check, f)
+            return pictured(check, raises_too(check, f), "self_attn")
     return None
 
 
@@ -143,7 +151,7 @@ def mask_misrouted(check):
                         ("memory_both", "memory_mask given to self-attention too")):
         f = variant_finding(check, "mask-misrouted", LayerKnobs(route=route), said)
         if f:
-            return raises_too(check, f)
+            return pictured(check, raises_too(check, f), "cross_attn" if route == "tgt_both" else "self_attn")
     return None
 
 
