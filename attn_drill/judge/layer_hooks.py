@@ -157,7 +157,8 @@ def weights_picture(check, case, name: str) -> dict | None:
 
     spec = check.spec
     mine = next((c for c in capture(spec, check.target, case) if c.name == name and c.output), None)
-    ref = next((c for c in capture(spec, getattr(reference_module(spec.file), spec.name), case) if c.name == name), None)
+    reference = getattr(reference_module(spec.file), spec.name)
+    ref = next((c for c in capture(spec, reference, case) if c.name == name), None)
     if mine is None or ref is None or len(mine.output) != 2 or not isinstance(mine.output[1], torch.Tensor):
         return None
     if mine.output[1].shape != ref.output[1].shape:

@@ -21,7 +21,8 @@ ATTN = ("W_q", "W_k", "W_v", "W_o")
 # every nn.Transformer* layer runs nn.MultiheadAttention (F.multi_head_attention_forward; under the checker's
 # function mode the encoder layer's fused fast path is never taken, but it is named in case it is)
 LAYER_FORBIDDEN = FORBIDDEN | {
-    "multi_head_attention_forward": "nn.MultiheadAttention, or an nn.Transformer* layer (F.multi_head_attention_forward)",
+    "multi_head_attention_forward":
+        "nn.MultiheadAttention, or an nn.Transformer* layer (F.multi_head_attention_forward)",
     "transformer_encoder_layer_fwd": "nn.TransformerEncoderLayer"}
 
 
@@ -163,8 +164,8 @@ class EncoderLayerSpec(LayerSpec):
         def case(B, H, T, d, d_ff, norm_first, mask_kind):
             D = H * d
             x = residual_stream(gen, B, T, D)
-            mask = {None: None, "full": lambda: random_mask(gen, B, T, T), "keys": lambda: padding(gen, B, T)}[mask_kind]
-            mask = mask() if mask else None
+            make = {"full": lambda: random_mask(gen, B, T, T), "keys": lambda: padding(gen, B, T)}
+            mask = make[mask_kind]() if mask_kind else None
             dims = {"B": B, "H": H, "T": T, "d": d, "D": D, "d_ff": d_ff}
             label = self.label(dims, norm_first) + (f", mask {tuple(mask.shape)}" if mask is not None else ", no mask")
             return Case(label, {"x": x, "mask": mask}, dims | {"Tq": T, "Tk": T},
