@@ -469,7 +469,8 @@ PLAUSIBLE = {
     "flash": ("missing-scale", "wrong-scale", "causal-diagonal", "causal-misaligned", "online-softmax-no-rescale",
               "full-scores-materialized", "nan-output", "wrong-output-shape", "exception"),
     "encoder-layer": _MODULE + _LAYER,
-    "decoder-layer": _MODULE + _LAYER + ("missing-causal-mask", "cross-attention-swapped", "mask-misrouted"),
+    "decoder-layer": _MODULE + _LAYER + ("missing-causal-mask", "causal-diagonal", "cross-attention-swapped",
+                                         "mask-misrouted"),
 }
 # A title alone does not say what happens for these: the contract's words do
 CONSEQUENCE = {

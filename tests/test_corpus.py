@@ -86,7 +86,7 @@ REQUIRED = {
                                                    "mask-fill-overflow"},
     "flash": GENERIC | SCALE | CAUSAL | {"online-softmax-no-rescale", "full-scores-materialized", "nan-on-empty-row"},
     "encoder-layer": LAYER,
-    "decoder-layer": LAYER | {"missing-causal-mask", "cross-attention-swapped", "mask-misrouted"},
+    "decoder-layer": LAYER | {"missing-causal-mask", "causal-diagonal", "cross-attention-swapped", "mask-misrouted"},
 }
 
 

@@ -93,7 +93,8 @@ def layer_knobs(exercise):
     knobs += [LayerKnobs(placement=(p,) * len(blocks)) for p in PLACEMENTS]
     knobs += [LayerKnobs(activation="none"), LayerKnobs(activation="after"), LayerKnobs(attn=Knobs(scale=1.0))]
     if exercise == "decoder-layer":
-        knobs += [LayerKnobs(causal="none"), LayerKnobs(causal="unless_tgt"), LayerKnobs(cross_swapped=True)]
+        knobs += [LayerKnobs(causal=c) for c in ("none", "unless_tgt", "diagonal", "future")]
+        knobs += [LayerKnobs(cross_swapped=True)]
         knobs += [LayerKnobs(route=r) for r in ("swapped", "tgt_both", "memory_both")]
     return knobs
 

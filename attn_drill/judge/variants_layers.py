@@ -26,7 +26,8 @@ class LayerKnobs:
     residual_when: bool | None = None  # ...in every case (None), or only when norm_first is this value
     placement: tuple[str, ...] | None = None  # one of PLACEMENTS per sub-layer; None: as norm_first says
     activation: str = "relu"  # relu | none | after (ReLU after ff2, none between the layers)
-    causal: str = "ok"  # decoder: ok | none | unless_tgt (causal only when no tgt_mask is given)
+    causal: str = "ok"  # decoder: ok | none | unless_tgt (only when no tgt_mask is given) | diagonal (j < i)
+    #                     | future (j <= i + 1)
     cross_swapped: bool = False  # decoder: cross-attention's queries from memory, keys and values from x
     route: str = "ok"  # decoder: ok | swapped | tgt_both | memory_both (which mask each attention gets)
     attn: Knobs = RIGHT  # a mistake inside every attention sub-layer
@@ -91,14 +92,15 @@ def encoder(params: dict, H: int, x, mask=None, norm_first: bool = False, kn: La
     return run_blocks(params, x, ENCODER_BLOCKS, fs, norm_first, kn)
 
 
-def causal_mask(Tq: int, device) -> torch.Tensor:
-    return torch.ones(Tq, Tq, dtype=torch.bool, device=device).tril().unsqueeze(0)  # (1, Tq, Tq)
+def causal_mask(Tq: int, device, offset: int = 0) -> torch.Tensor:
+    """(1, Tq, Tq): query i sees keys j <= i + offset (0 is right; -1 hides the diagonal, 1 shows one future key)."""
+    return torch.ones(Tq, Tq, dtype=torch.bool, device=device).tril(offset).unsqueeze(0)
 
 
 def self_mask(x, tgt_mask, kn: LayerKnobs):
     """The mask decoder self-attention uses: causal (unless a knob drops it) and tgt_mask's hidden keys."""
-    causal = causal_mask(x.size(1), x.device)
-    use_causal = kn.causal == "ok" or (kn.causal == "unless_tgt" and tgt_mask is None)
+    causal = causal_mask(x.size(1), x.device, {"diagonal": -1, "future": 1}.get(kn.causal, 0))
+    use_causal = kn.causal not in ("none", "unless_tgt") or tgt_mask is None and kn.causal == "unless_tgt"
     if tgt_mask is None:
         return causal if use_causal else None
     return causal & tgt_mask if use_causal else tgt_mask

@@ -19,6 +19,7 @@ from attn_drill import findings
 from attn_drill.judge import calls, layer_hooks, load
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import MATCH, diagnosis, variant_finding
+from attn_drill.judge.variants import Knobs
 from attn_drill.judge.variants_layers import PLACEMENTS, LayerKnobs
 
 LAYERS = ("encoder-layer", "decoder-layer")
@@ -133,6 +134,19 @@ def missing_causal_mask(check):
         f = variant_finding(check, "missing-causal-mask", LayerKnobs(causal=how), said)
         if f:
             return pictured(check, raises_too(check, f), "self_attn")
+    return None
+
+
+@diagnosis("causal-diagonal", ("decoder-layer",))
+def causal_diagonal(check):
+    """The causal mask one off: the diagonal hidden (query 0 then sees nothing: its row is whatever the user's
+    fill makes of it, zeros, uniform or NaN) or one future key shown."""
+    for how, said in (("diagonal", "a causal mask that hides the diagonal: query i sees keys j < i"),
+                      ("future", "a causal mask that shows one future key: query i sees keys j <= i + 1")):
+        for attn in (Knobs(), Knobs(fill="min", empty_rows="kept")):
+            f = variant_finding(check, "causal-diagonal", LayerKnobs(causal=how, attn=attn), said)
+            if f:
+                return pictured(check, f, "self_attn")
     return None
 
 
