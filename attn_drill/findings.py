@@ -351,6 +351,10 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
 SUBLAYER = "in {sublayer}: {title}"  # a mistake inside a layer's attention sub-layer (encoder- and decoder-layer)
 
 
+# a layer that never hands a sub-layer its mask: the mask-ignored finding, said of the layer, not of attention
+NOT_HANDED_FIX = "Hand the mask on to the sub-layer: {call}."
+
+
 def in_sublayer(finding: Finding, sublayers: list[str], evidence: str) -> Finding:
     """The finding of a mistake inside an attention sub-layer, said of that sub-layer: "in cross_attn: the
     mask is broadcast without a head axis"; `evidence` comes first, the sub-layer's own evidence after it."""

@@ -91,11 +91,12 @@ def layer_knobs(exercise):
     knobs = [LayerKnobs(missing_residual=(b,)) for b in blocks]
     knobs += [LayerKnobs(missing_residual=(blocks[0],), residual_when=w) for w in (False, True)]
     knobs += [LayerKnobs(placement=(p,) * len(blocks)) for p in PLACEMENTS]
-    knobs += [LayerKnobs(activation="none"), LayerKnobs(activation="after"), LayerKnobs(attn=Knobs(scale=1.0))]
+    knobs += [LayerKnobs(activation="none"), LayerKnobs(activation="after"), LayerKnobs(attn=Knobs(scale=1.0)),
+              LayerKnobs(attn=Knobs(mask="ignored"))]
     if exercise == "decoder-layer":
         knobs += [LayerKnobs(causal=c) for c in ("none", "unless_tgt", "diagonal", "future")]
         knobs += [LayerKnobs(cross_swapped=True)]
-        knobs += [LayerKnobs(route=r) for r in ("swapped", "tgt_both", "memory_both")]
+        knobs += [LayerKnobs(route=r) for r in ("swapped", "tgt_both", "memory_both", "no_tgt", "no_memory")]
     return knobs
 
 

@@ -29,7 +29,7 @@ class LayerKnobs:
     causal: str = "ok"  # decoder: ok | none | unless_tgt (only when no tgt_mask is given) | diagonal (j < i)
     #                     | future (j <= i + 1)
     cross_swapped: bool = False  # decoder: cross-attention's queries from memory, keys and values from x
-    route: str = "ok"  # decoder: ok | swapped | tgt_both | memory_both (which mask each attention gets)
+    route: str = "ok"  # decoder: ok | swapped | tgt_both | memory_both | no_tgt | no_memory (what each attention gets)
     attn: Knobs = RIGHT  # a mistake inside every attention sub-layer
 
 
@@ -109,7 +109,8 @@ def self_mask(x, tgt_mask, kn: LayerKnobs):
 def routed(tgt_mask, memory_mask, route: str) -> tuple:
     """(the mask self-attention reads, the one cross-attention reads)."""
     return {"ok": (tgt_mask, memory_mask), "swapped": (memory_mask, tgt_mask),
-            "tgt_both": (tgt_mask, tgt_mask), "memory_both": (memory_mask, memory_mask)}[route]
+            "tgt_both": (tgt_mask, tgt_mask), "memory_both": (memory_mask, memory_mask),
+            "no_tgt": (None, memory_mask), "no_memory": (tgt_mask, None)}[route]
 
 
 def decoder(params: dict, H: int, x, memory, tgt_mask=None, memory_mask=None, norm_first: bool = False,

@@ -137,6 +137,33 @@ def missing_causal_mask(check):
     return None
 
 
+@diagnosis("mask-ignored", LAYERS)
+def mask_not_handed(check):
+    """The layer never hands an attention sub-layer its mask (its MultiHeadAttention may be right)."""
+    if check.spec.id == "encoder-layer":
+        tries = [(LayerKnobs(attn=Knobs(mask="ignored")), "self_attn", "mask", "self.self_attn(x, x, x, mask)")]
+    else:
+        tries = [(LayerKnobs(route="no_memory"), "cross_attn", "memory_mask",
+                  "self.cross_attn(x, memory, memory, memory_mask)"),
+                 (LayerKnobs(route="no_tgt"), "self_attn", "tgt_mask",
+                  "self.self_attn(x, x, x, causal & tgt_mask)")]
+    for knobs, name, mask, call in tries:
+        if knobs.route != "no_tgt" and handed(check, name):
+            continue  # the sub-layer gets a mask and ignores it: inside_attention's to name
+        f = variant_finding(check, "mask-ignored", knobs, f"{name} run without {mask}")
+        if f:
+            f.fix = findings.NOT_HANDED_FIX.format(call=call)
+            return pictured(check, findings.in_sublayer(f, [name], f"your layer never hands {name} its {mask}"),
+                            name)
+    return None
+
+
+def handed(check, name: str) -> bool:
+    """Does the user's layer hand sub-layer `name` a mask on the first case (which has masks)?"""
+    calls_ = [c for c in layer_hooks.capture(check.spec, check.target, check.cases[0]) if c.name == name]
+    return bool(calls_) and calls_[0].inputs[3] is not None
+
+
 @diagnosis("causal-diagonal", ("decoder-layer",))
 def causal_diagonal(check):
     """The causal mask one off: the diagonal hidden (query 0 then sees nothing: its row is whatever the user's
