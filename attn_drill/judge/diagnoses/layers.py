@@ -4,8 +4,9 @@ Two kinds, told apart by hooks on the attention sub-layers (layer_hooks.departin
 - inside an attention sub-layer: the sub-layer's outputs differ from multi-head attention's on the very inputs
   the user's layer hands it. The user's MultiHeadAttention is then checked on its own, as the mha exercise,
   and the mha diagnoses name the mistake; the finding keeps its bare slug and names the sub-layer.
-- around them: a residual dropped, the norms placed otherwise, no ReLU, no causal mask, cross-attention's
-  inputs swapped, the masks misrouted; each a knob of variants_layers, held to the user's outputs.
+- around them: a residual dropped, the norms placed otherwise, no ReLU, no causal mask or one off by one,
+  cross-attention's inputs swapped, the masks misrouted or never handed on; each a knob of variants_layers,
+  held to the user's outputs.
 """
 
 from __future__ import annotations
