@@ -99,11 +99,11 @@ def raises_too(check, f):
 def missing_residual(check):
     blocks = blocks_of(check)
     for dropped in [(b,) for b in blocks] + [blocks]:
-        said = " and ".join(dropped)
+        said = " and ".join("the feed-forward" if b == "ff" else b for b in dropped)
         for when in (None, False, True):
             which = "" if when is None else f" in {'pre' if when else 'post'}-LN"
             f = variant_finding(check, "missing-residual", LayerKnobs(missing_residual=dropped, residual_when=when),
-                                f"{said}'s output put in place of its input{which} (x = f(x), not x + f(x))",
+                                f"{said}: output put in place of input{which} (x = f(x), not x + f(x))",
                                 sublayer=said)
             if f:
                 return f
