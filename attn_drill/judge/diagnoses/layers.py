@@ -19,7 +19,7 @@ import torch
 from attn_drill import findings
 from attn_drill.judge import calls, layer_hooks, load
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import MATCH, diagnosis, variant_finding
+from attn_drill.judge.diagnoses import MATCH, diagnosis, first_outcome, line_of, variant_finding
 from attn_drill.judge.variants import Knobs
 from attn_drill.judge.variants_layers import PLACEMENTS, LayerKnobs
 
@@ -112,9 +112,10 @@ def missing_residual(check):
 
 @diagnosis("missing-activation", LAYERS)
 def missing_activation(check):
+    line = line_of(first_outcome(check), {"linear"}, last=True)  # ff2, the layer's last linear
     for how, said in (("none", "ff2(ff1(x)) with nothing between the two layers"),
                       ("after", "ff2(ff1(x)) with the ReLU after ff2, none between the layers")):
-        f = variant_finding(check, "missing-activation", LayerKnobs(activation=how), said)
+        f = variant_finding(check, "missing-activation", LayerKnobs(activation=how), said, line=line)
         if f:
             return f
     return None
@@ -239,7 +240,7 @@ def norm_placement(check):
     if len(kinds) == 1 and len({c for _, _, c in wrong}) == 1 and any(
             o.case.config["norm_first"] not in kinds for o, _, _ in fitted):
         evidence += f"; with norm_first={not kinds.pop()} it is right"
-    return findings.make("norm-placement", evidence, score=1.0)
+    return findings.make("norm-placement", evidence, score=1.0, line=line_of(o, {"layer_norm"}))
 
 
 def _right(check, o, ref) -> bool:
