@@ -186,6 +186,51 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "Loop over key blocks of block_size; keep a running max, sum and output per query row; build each block's "
         "causal mask from its indices, never the whole (Tq, Tk) one.",
     ),
+    "missing-residual": (
+        ERROR,
+        "No residual connection around {sublayer}",
+        "A sub-layer's output is added to its input, x + f(x), never put in its place: the residual path carries "
+        "the signal and the gradient straight through a deep stack; without it the layer forgets its input.",
+        "Add {sublayer}'s output to its input: x = norm(x + f(x)) post-LN, x = x + f(norm(x)) pre-LN.",
+    ),
+    "norm-placement": (
+        ERROR,
+        "The LayerNorms are in the wrong place",
+        "Post-LN (norm_first=False) normalises the sum, norm(x + f(x)); pre-LN (norm_first=True) normalises only "
+        "what the sub-layer reads, x + f(norm(x)), and never the residual stream. They train differently: pre-LN "
+        "keeps gradients tame in deep stacks without a warm-up, post-LN needs one.",
+        "For each sub-layer, with its own norm: if self.norm_first: x = x + f(self.norm1(x)), "
+        "else: x = self.norm1(x + f(x)).",
+    ),
+    "missing-activation": (
+        ERROR,
+        "The feed-forward has no ReLU between its two layers",
+        "Two linear layers with nothing between them are one linear map: the ReLU is the layer's per-token "
+        "non-linearity.",
+        "ff(x) = self.ff2(torch.relu(self.ff1(x))).",
+    ),
+    "missing-causal-mask": (
+        ERROR,
+        "The decoder's self-attention sees later tokens",
+        "A decoder is trained on the whole target at once: without the causal mask token i attends to the tokens "
+        "after it, the very ones it must predict, and learns to copy them.",
+        "Build causal = torch.ones(Tq, Tq, dtype=torch.bool, device=x.device).tril().unsqueeze(0) and give "
+        "self-attention causal & tgt_mask (causal alone when tgt_mask is None).",
+    ),
+    "cross-attention-swapped": (
+        ERROR,
+        "Cross-attention's queries and keys are swapped",
+        "Each decoder token asks the encoder's output: the queries come from x, the keys and values from memory, "
+        "so the result has one row per decoder token (Tq), not per memory position (Tk).",
+        "self.cross_attn(x, memory, memory, memory_mask) (pre-LN: the normalised x as the query).",
+    ),
+    "mask-misrouted": (
+        ERROR,
+        "A mask goes to the wrong attention",
+        "tgt_mask (B, Tq, Tq) hides decoder keys in self-attention; memory_mask (B, Tq, Tk) hides encoder keys in "
+        "cross-attention. Misrouted, they raise when Tq != Tk and hide the wrong keys when Tq == Tk.",
+        "self_attn(x, x, x, causal & tgt_mask); cross_attn(x, memory, memory, memory_mask).",
+    ),
     "forbidden-builtin": (
         ERROR,
         "A built-in does the exercise for you",
@@ -356,6 +401,28 @@ STEP_FIX: dict[str, str] = {
     "exponentials": "e = exp(x - max): every exponent <= 0, the largest exactly 0.",
     "step": "Recompute that step by hand on the case shown and compare it with your tensor, line by line.",
 }
+SUBLAYER = "in {sublayer}: {title}"  # a mistake inside a layer's attention sub-layer (encoder- and decoder-layer)
+
+
+# a layer that never hands a sub-layer its mask: the mask-ignored finding, said of the layer, not of attention
+NOT_HANDED_FIX = "Hand the mask on to the sub-layer: {call}."
+
+
+def in_sublayer(finding: Finding, sublayers: list[str], evidence: str) -> Finding:
+    """The finding of a mistake inside an attention sub-layer, said of that sub-layer: "in cross_attn: the
+    mask is broadcast without a head axis"; `evidence` comes first, the sub-layer's own evidence after it."""
+    title = finding.title[:1].lower() + finding.title[1:]
+    finding.title = SUBLAYER.format(sublayer=" and ".join(sublayers), title=title)
+    finding.evidence = f"{evidence}: {finding.evidence}" if finding.evidence else evidence
+    return finding
+
+
+def without_sublayer(title: str) -> str:
+    """The title as the table words it, without in_sublayer's "in self_attn: " (a choice beside other titles)."""
+    head, sep, rest = title.partition(": ")
+    if sep and head.startswith("in ") and head.endswith("_attn"):
+        return rest[:1].upper() + rest[1:]
+    return title
 
 
 class _Params(dict):

@@ -452,6 +452,7 @@ FINDERS = (drop_unsqueeze, drop_scale, drop_transpose, change_dim, interleave_to
 _ATTENTION = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverted", "mask-ignored",
               "mask-after-softmax", "nan-output", "wrong-output-shape", "exception")
 _MODULE = _ATTENTION + ("mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection")
+_LAYER = ("missing-residual", "norm-placement", "missing-activation")
 _ROPE = ("rope-interleaved", "rope-wrong-frequencies", "rope-wrong-direction", "rope-positions-ignored")
 PLAUSIBLE = {
     "softmax": ("softmax-wrong-dim", "softmax-unstable", "nan-output", "wrong-output-shape", "exception"),
@@ -470,6 +471,9 @@ PLAUSIBLE = {
     "self-attention": _ATTENTION,
     "mha-dims": _MODULE,
     "relative-position": _MODULE + ("relpos-direction", "relpos-no-clip", "relpos-unscaled"),
+    "encoder-layer": _MODULE + _LAYER,
+    "decoder-layer": _MODULE + _LAYER + ("missing-causal-mask", "causal-diagonal", "cross-attention-swapped",
+                                         "mask-misrouted"),
 }
 # A title alone does not say what happens for these: the contract's words do
 CONSEQUENCE = {
@@ -592,7 +596,7 @@ def _short(text: str, limit: int = 300) -> str:
 
 def _question(m: Mutant, report, exercise: str, source: str, verdicts: list[str], rng: random.Random) -> dict:
     first = _first_error(report)
-    right = choice_text(first.slug, first.title)
+    right = choice_text(first.slug, findings.without_sublayer(first.title))  # said as the other choices are
     named = {f.slug for f in report.errors}  # a finding the checker also named is not a wrong answer
     wrong: list[str] = []
     # other mutants' verdicts first: real consequences of nearby edits, then the exercise's other diagnoses

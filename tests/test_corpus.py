@@ -71,6 +71,8 @@ ATTENTION = SCALE | {"softmax-wrong-dim", "mask-inverted", "mask-ignored", "mask
 MODULE = ATTENTION | {"mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection"}
 ROPE = {"rope-interleaved", "rope-wrong-frequencies", "rope-wrong-direction", "rope-positions-ignored"}
 CAUSAL = {"causal-diagonal", "causal-misaligned"}
+# the layers: their own mistakes, and every module mistake inside their attention sub-layers
+LAYER = GENERIC | MODULE | {"missing-residual", "norm-placement", "missing-activation"}
 REQUIRED = {
     "softmax": GENERIC | {"softmax-wrong-dim", "softmax-unstable"},
     "sdpa": GENERIC | ATTENTION,
@@ -86,6 +88,8 @@ REQUIRED = {
     "self-attention": GENERIC | ATTENTION,  # one head: no head split, merge or W_o to get wrong
     "mha-dims": GENERIC | MODULE,
     "relative-position": GENERIC | MODULE | {"relpos-direction", "relpos-no-clip", "relpos-unscaled"},
+    "encoder-layer": LAYER,
+    "decoder-layer": LAYER | {"missing-causal-mask", "causal-diagonal", "cross-attention-swapped", "mask-misrouted"},
 }
 
 

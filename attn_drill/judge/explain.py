@@ -31,6 +31,7 @@ import torch
 from attn_drill.judge import audit, load
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import Case, load_references, random_mask, random_params
+from attn_drill.judge.specs.layers import layer_params, self_visible
 from attn_drill.judge.specs.masks import mask_case
 from attn_drill.judge.trace import Tracer
 
@@ -264,3 +265,24 @@ def relative_position(spec, gen) -> Setup:
 SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
           "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
           "relative-position": relative_position}
+def encoder_layer(spec, gen) -> Setup:
+    sizes = {"B": 4, "H": 5, "T": 6, "d": 7, "D": 35, "d_ff": 11}
+    config = {"d_model": 35, "num_heads": 5, "d_ff": 11, "norm_first": False}
+    inputs = {"x": _randn(gen, 4, 6, 35), "mask": random_mask(gen, 4, 6, 6)}
+    case = Case("", inputs, dict(sizes, Tq=6, Tk=6), config, layer_params(gen, spec.attns, 35, 11, spec.norms))
+    return Setup(sizes, "x (B, T, D), mask (B, T, T), post-LN", [("forward(x, mask)", _module(spec, case))])
+
+
+def decoder_layer(spec, gen) -> Setup:
+    sizes = {"B": 4, "H": 5, "Tq": 6, "Tk": 8, "d": 7, "D": 35, "d_ff": 11}
+    config = {"d_model": 35, "num_heads": 5, "d_ff": 11, "norm_first": False}
+    inputs = {"x": _randn(gen, 4, 6, 35), "memory": _randn(gen, 4, 8, 35),
+              "tgt_mask": self_visible(random_mask(gen, 4, 6, 6)), "memory_mask": random_mask(gen, 4, 6, 8)}
+    case = Case("", inputs, sizes, config, layer_params(gen, spec.attns, 35, 11, spec.norms))
+    return Setup(sizes, "x (B, Tq, D), memory (B, Tk, D), tgt_mask (B, Tq, Tq), memory_mask (B, Tq, Tk), post-LN",
+                 [("forward(x, memory, tgt_mask, memory_mask)", _module(spec, case))])
+
+
+SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
+          "rope": rope, "kv-cache": kv_cache, "flash": flash, "encoder-layer": encoder_layer,
+          "decoder-layer": decoder_layer}

@@ -19,6 +19,7 @@ class Knobs:
     softmax_dim: int = -1
     mask: str = "ok"  # ok | inverted | ignored | after_softmax
     fill: str = "-inf"  # what hidden scores get: -inf | min (finfo.min; differs only where a whole softmax axis is hidden)
+    empty_rows: str = "zero"  # a query with no visible key: zero (the reference, SDPA) | kept (what the fill gives)
     head_axis: bool = True  # mha: the mask gets a head axis before broadcasting
     split: str = "ok"  # mha: ok | blocks (view(B, H, T, d) with no transpose)
     merge: str = "ok"  # mha: ok | blocks (reshape(B, T, D) with no transpose back)
@@ -54,7 +55,7 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
         fill = float("-inf") if knobs.fill == "-inf" else torch.finfo(scores.dtype).min
         scores = scores.masked_fill(hidden, fill)
     weights = torch.softmax(scores, dim=knobs.softmax_dim)
-    if mask is not None and knobs.mask == "ok":
+    if mask is not None and knobs.mask == "ok" and knobs.empty_rows == "zero":
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     if mask is not None and knobs.mask == "after_softmax":
         weights = weights * mask  # probabilities zeroed after normalising: rows no longer sum to 1

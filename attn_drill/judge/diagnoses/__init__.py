@@ -203,5 +203,6 @@ def values_mismatch(check) -> Finding:
                          step="a step no check could name", fix=findings.STEP_FIX["step"])
 
 
-for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "generic"):
+for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "layers",
+                "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

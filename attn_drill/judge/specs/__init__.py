@@ -6,6 +6,7 @@ One module per exercise; `SPECS` maps catalogue ids to them.
 from attn_drill.judge.specs.flash import FlashSpec
 from attn_drill.judge.specs.gqa import GQASpec
 from attn_drill.judge.specs.kv_cache import KVCacheSpec
+from attn_drill.judge.specs.layers import DecoderLayerSpec, EncoderLayerSpec
 from attn_drill.judge.specs.masks import MasksSpec
 from attn_drill.judge.specs.mha import MHASpec
 from attn_drill.judge.specs.mha_dims import MHADimsSpec
@@ -17,4 +18,5 @@ from attn_drill.judge.specs.single_head import SingleHeadSpec
 from attn_drill.judge.specs.softmax import SoftmaxSpec
 
 SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(),
-                                    KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec())}
+                                    KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec(),
+                                    EncoderLayerSpec(), DecoderLayerSpec())}

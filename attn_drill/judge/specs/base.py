@@ -282,7 +282,7 @@ class Spec:
 
 
 SAMPLE = {"d_model": 12, "num_heads": 4, "num_kv_heads": 2, "bias": True, "rope_base": 10000.0,
-          "dim": 12, "dk": 5, "dv": 3, "max_distance": 2}  # bound, never run
+          "dim": 12, "dk": 5, "dv": 3, "max_distance": 2, "d_ff": 24, "norm_first": False}  # bound, never run
 
 
 def grouped_layer_shapes(config: dict) -> dict[str, tuple[int, int]]:

@@ -1,0 +1,255 @@
+"""Mistakes of the Transformer layers (encoder-layer, decoder-layer).
+
+Two kinds, told apart by hooks on the attention sub-layers (layer_hooks.departing):
+- inside an attention sub-layer: the sub-layer's outputs differ from multi-head attention's on the very inputs
+  the user's layer hands it. The user's MultiHeadAttention is then checked on its own, as the mha exercise,
+  and the mha diagnoses name the mistake; the finding keeps its bare slug and names the sub-layer.
+- around them: a residual dropped, the norms placed otherwise, no ReLU, no causal mask or one off by one,
+  cross-attention's inputs swapped, the masks misrouted or never handed on; each a knob of variants_layers,
+  held to the user's outputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import torch
+
+from attn_drill import findings
+from attn_drill.judge import calls, layer_hooks, load
+from attn_drill.judge.compare import closeness
+from attn_drill.judge.diagnoses import MATCH, diagnosis, first_outcome, line_of, variant_finding
+from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants_layers import PLACEMENTS, LayerKnobs
+
+LAYERS = ("encoder-layer", "decoder-layer")
+INSIDE = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverted", "mask-ignored", "mask-after-softmax",
+          "mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection",
+          "wrong-output-shape", "nan-output", "exception")
+
+
+# --- inside an attention sub-layer --------------------------------------------------------------
+
+@diagnosis(INSIDE, LAYERS)
+def inside_attention(check):
+    where, case = layer_hooks.departing(check)
+    if not where:
+        return None
+    try:
+        cls = type(check.spec.build(check.target, check.cases[0], torch.float64)[0].get_submodule(where[0]))
+    except Exception:  # noqa: BLE001 - it was built before: user code that changes its mind
+        return None
+    found = mha_check(check, cls)
+    if found is None:
+        return None
+    said = (f"{' and '.join(where)} {'departs' if len(where) == 1 else 'depart'} from multi-head attention on the "
+            f"very inputs your layer hands {'it' if len(where) == 1 else 'them'} ({case.label}); your "
+            f"MultiHeadAttention, checked on its own as in the mha exercise")
+    found.score = max(found.score, 1.0)  # the cause of whatever the layer's cases raised or returned
+    return raises_too(check, findings.in_sublayer(found, where, said))
+
+
+def mha_check(check, cls):
+    """The first error the mha exercise's own check finds in the user's MultiHeadAttention (the contract lets
+    the checker call it on its own), or None when it passes there."""
+    from attn_drill.judge import diagnoses
+    from attn_drill.judge.specs import SPECS
+
+    spec = SPECS["mha"]
+    target, bad = spec.resolve(SimpleNamespace(MultiHeadAttention=cls))
+    if bad:
+        return None
+    sub = SimpleNamespace(spec=spec, target=target, path=check.path, seed=check.seed,
+                          cases=spec.cases(torch.Generator().manual_seed(check.seed)))
+    sub.outcomes = [calls.run(spec, target, c, check.path) for c in sub.cases]
+    sub.refs = [spec.unpack(spec.reference(c)[0]) for c in sub.cases]
+    ran = [o for o in sub.outcomes if o.outputs is not None]
+    if not ran:
+        o = sub.outcomes[0]
+        return load.exception_finding(o.error, check.path, f"on every case, e.g. {o.case.label}") if o.error else None
+    for o in ran:
+        for name, t in zip(spec.outputs, o.outputs):
+            want = spec.expected_shapes(o.case)[name]
+            if tuple(t.shape) != want:
+                return findings.make("wrong-output-shape", f"{name} is {tuple(t.shape)}, expected {want} "
+                                     f"({o.case.label})", score=1.5, what=name, expected=str(want))
+    if all(o.outputs is not None and all(closeness(a, b) <= MATCH for a, b in zip(o.outputs, r))
+           for o, r in zip(sub.outcomes, sub.refs)):
+        return None
+    found = [f for f in diagnoses.diagnose(sub) if f.level == "error"]
+    found.sort(key=lambda f: -f.score)
+    return found[0] if found else None
+
+
+# --- around the attention: the layer's own mistakes ----------------------------------------------
+
+def raises_too(check, f):
+    """A mistake that also raises on some cases: the exception is its evidence, and the user's line."""
+    raised = [o for o in check.outcomes if o.error is not None]
+    if f and raised:
+        o = raised[0]
+        f.line = f.line or load.user_line(o.error, check.path)[0]
+        f.evidence += (f"; on {len(raised)} of {len(check.outcomes)} cases your layer raises, as this mistake does "
+                       f"there ({load.describe(o.error)}, {o.case.label})")
+    return f
+
+
+@diagnosis("missing-residual", LAYERS)
+def missing_residual(check):
+    blocks = blocks_of(check)
+    for dropped in [(b,) for b in blocks] + [blocks]:
+        said = " and ".join("the feed-forward" if b == "ff" else b for b in dropped)
+        for when in (None, False, True):
+            which = "" if when is None else f" in {'pre' if when else 'post'}-LN"
+            f = variant_finding(check, "missing-residual", LayerKnobs(missing_residual=dropped, residual_when=when),
+                                f"{said}: output put in place of input{which} (x = f(x), not x + f(x))",
+                                sublayer=said)
+            if f:
+                return f
+    return None
+
+
+@diagnosis("missing-activation", LAYERS)
+def missing_activation(check):
+    line = line_of(first_outcome(check), {"linear"}, last=True)  # ff2, the layer's last linear
+    for how, said in (("none", "ff2(ff1(x)) with nothing between the two layers"),
+                      ("after", "ff2(ff1(x)) with the ReLU after ff2, none between the layers")):
+        f = variant_finding(check, "missing-activation", LayerKnobs(activation=how), said, line=line)
+        if f:
+            return f
+    return None
+
+
+def pictured(check, f, name: str):
+    """The finding with `name`'s attention weights drawn beside the reference's, on the case its evidence names."""
+    if f:
+        o = next((o for o in check.outcomes if o.case.label in f.evidence and o.outputs is not None), None)
+        f.picture = layer_hooks.weights_picture(check, o.case, name) if o else None
+    return f
+
+
+@diagnosis("missing-causal-mask", ("decoder-layer",))
+def missing_causal_mask(check):
+    for how, said in (("none", "self-attention with no causal mask, hiding only tgt_mask's keys"),
+                      ("unless_tgt", "the causal mask used only when no tgt_mask is given")):
+        f = variant_finding(check, "missing-causal-mask", LayerKnobs(causal=how), said)
+        if f:
+            return pictured(check, raises_too(check, f), "self_attn")
+    return None
+
+
+@diagnosis("mask-ignored", LAYERS)
+def mask_not_handed(check):
+    """The layer never hands an attention sub-layer its mask (its MultiHeadAttention may be right)."""
+    if check.spec.id == "encoder-layer":
+        tries = [(LayerKnobs(attn=Knobs(mask="ignored")), "self_attn", "mask", "self.self_attn(x, x, x, mask)")]
+    else:
+        tries = [(LayerKnobs(route="no_memory"), "cross_attn", "memory_mask",
+                  "self.cross_attn(x, memory, memory, memory_mask)"),
+                 (LayerKnobs(route="no_tgt"), "self_attn", "tgt_mask",
+                  "self.self_attn(x, x, x, causal & tgt_mask)")]
+    for knobs, name, mask, call in tries:
+        if knobs.route != "no_tgt" and handed(check, name):
+            continue  # the sub-layer gets a mask and ignores it: inside_attention's to name
+        f = variant_finding(check, "mask-ignored", knobs, f"{name} run without {mask}")
+        if f:
+            f.fix = findings.NOT_HANDED_FIX.format(call=call)
+            return pictured(check, findings.in_sublayer(f, [name], f"your layer never hands {name} its {mask}"),
+                            name)
+    return None
+
+
+def handed(check, name: str) -> bool:
+    """Does the user's layer hand sub-layer `name` a mask on the first case (which has masks)?"""
+    calls_ = [c for c in layer_hooks.capture(check.spec, check.target, check.cases[0]) if c.name == name]
+    return bool(calls_) and calls_[0].inputs[3] is not None
+
+
+@diagnosis("causal-diagonal", ("decoder-layer",))
+def causal_diagonal(check):
+    """The causal mask one off: the diagonal hidden (query 0 then sees nothing: its row is whatever the user's
+    fill makes of it, zeros, uniform or NaN) or one future key shown."""
+    for how, said in (("diagonal", "a causal mask that hides the diagonal: query i sees keys j < i"),
+                      ("future", "a causal mask that shows one future key: query i sees keys j <= i + 1")):
+        for attn in (Knobs(), Knobs(fill="min", empty_rows="kept")):
+            f = variant_finding(check, "causal-diagonal", LayerKnobs(causal=how, attn=attn), said)
+            if f:
+                return pictured(check, f, "self_attn")
+    return None
+
+
+@diagnosis("cross-attention-swapped", ("decoder-layer",))
+def cross_attention_swapped(check):
+    f = variant_finding(check, "cross-attention-swapped", LayerKnobs(cross_swapped=True),
+                        "cross_attn(memory, x, x): queries from memory, keys and values from x")
+    return raises_too(check, f)
+
+
+@diagnosis("mask-misrouted", ("decoder-layer",))
+def mask_misrouted(check):
+    for route, said in (("swapped", "memory_mask given to self-attention and tgt_mask to cross-attention"),
+                        ("tgt_both", "tgt_mask given to cross-attention too"),
+                        ("memory_both", "memory_mask given to self-attention too")):
+        f = variant_finding(check, "mask-misrouted", LayerKnobs(route=route), said)
+        if f:
+            return pictured(check, raises_too(check, f), "cross_attn" if route == "tgt_both" else "self_attn")
+    return None
+
+
+def blocks_of(check) -> tuple[str, ...]:
+    return ("self_attn", "cross_attn", "ff") if check.spec.id == "decoder-layer" else ("self_attn", "ff")
+
+
+# --- the norms: which placement reproduces each case ---------------------------------------------
+
+SAID = {"pre": "pre-LN, x + f(norm(x))", "post": "post-LN, norm(x + f(x))",
+        "out": "x + norm(f(x)), the sub-layer's output normalised", "in": "norm(x) + f(norm(x)), the residual "
+        "taken from the normalised x"}
+
+
+@diagnosis("norm-placement", LAYERS)
+def norm_placement(check):
+    """Per case, the placement of each sub-layer's norm that reproduces the user's output; a finding when
+    every case has one and some case is not the one its norm_first asks for."""
+    blocks = blocks_of(check)
+    outcomes = [(o, r) for o, r in zip(check.outcomes, check.refs)]
+    outcomes.sort(key=lambda pair: _right(check, *pair))  # the telling cases first: most files stop at the first
+    fitted = []
+    for o, ref in outcomes:
+        if o.outputs is None:
+            return None
+        asked = ("pre" if o.case.config["norm_first"] else "post",) * len(blocks)
+        if _right(check, o, ref):
+            fitted.append((o, asked, asked))
+            continue
+        combo = next((c for c in itertools.product(PLACEMENTS, repeat=len(blocks)) if c != asked
+                      and _reproduces(check, o, LayerKnobs(placement=c))), None)
+        if combo is None:
+            return None
+        fitted.append((o, asked, combo))
+    wrong = [(o, asked, got) for o, asked, got in fitted if got != asked]
+    if not wrong:
+        return None
+    o, asked, got = wrong[0]
+    parts = [f"{b} {SAID[p]}" for b, p, a in zip(blocks, got, asked) if p != a]
+    evidence = (f"with norm_first={o.case.config['norm_first']} your layer computes {'; '.join(parts)}, where "
+                f"{SAID[asked[0]].split(',')[0]} is asked ({o.case.label}): the placement fitted case by case "
+                f"reproduces your outputs on all {len(fitted)} cases, {len(wrong)} of them placed otherwise")
+    kinds = {o.case.config["norm_first"] for o, _, _ in wrong}
+    if len(kinds) == 1 and len({c for _, _, c in wrong}) == 1 and any(
+            o.case.config["norm_first"] not in kinds for o, _, _ in fitted):
+        evidence += f"; with norm_first={not kinds.pop()} it is right"
+    return findings.make("norm-placement", evidence, score=1.0, line=line_of(o, {"layer_norm"}))
+
+
+def _right(check, o, ref) -> bool:
+    return o.outputs is not None and closeness(o.outputs[0], ref[0]) <= MATCH
+
+
+def _reproduces(check, o, knobs) -> bool:
+    try:
+        var = check.spec.variant(o.case, knobs)
+    except RuntimeError:
+        return False
+    return check.spec.distance(o.outputs, var, var) <= MATCH

@@ -1,0 +1,67 @@
+"""The layer is right; its MultiHeadAttention (from the mha corpus): Merges with .contiguous().view(B, -1, D) but forgot the transpose(1, 2) before it."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+        super().__init__()
+        assert d_model % num_heads == 0
+        self.d_k = d_model // num_heads
+        self.h = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):
+        if mask is not None:
+            mask = mask.unsqueeze(1)
+        nbatches = query.size(0)
+        query, key, value = [
+            lin(x).view(nbatches, -1, self.h, self.d_k).transpose(1, 2)
+            for lin, x in zip((self.W_q, self.W_k, self.W_v), (query, key, value))
+        ]
+        scores = torch.matmul(query, key.transpose(-2, -1)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, torch.finfo(scores.dtype).min)
+        p_attn = scores.softmax(dim=-1)
+        x = torch.matmul(p_attn, value)
+        x = x.contiguous().view(nbatches, -1, self.h * self.d_k)
+        return self.W_o(x), p_attn
+
+
+import torch  # noqa: E402 (the layer's)
+from torch import nn  # noqa: E402
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        T = x.size(1)
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().unsqueeze(0)  # (1, T, T)
+        self_mask = causal if tgt_mask is None else causal & tgt_mask
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, h, self_mask)[0]
+            h = self.norm2(x)
+            x = x + self.cross_attn(h, memory, memory, memory_mask)[0]
+            x = x + self.ff2(torch.relu(self.ff1(self.norm3(x))))
+        else:
+            x = self.norm1(x + self.self_attn(x, x, x, self_mask)[0])
+            x = self.norm2(x + self.cross_attn(x, memory, memory, memory_mask)[0])
+            x = self.norm3(x + self.ff2(torch.relu(self.ff1(x))))
+        return x

@@ -1,0 +1,56 @@
+"""The layer is right; its MultiHeadAttention (from the mha corpus): Uses nn.Softmax(dim=2) on (B, H, Tq, Tk) scores, i.e. normalises over the queries."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.heads = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+        self.softmax = nn.Softmax(dim=2)
+
+    def forward(self, query, key, value, mask=None):
+        B, Tq, D = query.shape
+        Tk = key.shape[1]
+        d = D // self.heads
+        q = self.W_q(query).reshape(B, Tq, self.heads, d).permute(0, 2, 1, 3)
+        k = self.W_k(key).reshape(B, Tk, self.heads, d).permute(0, 2, 3, 1)  # (B, H, d, Tk)
+        v = self.W_v(value).reshape(B, Tk, self.heads, d).permute(0, 2, 1, 3)
+        scores = torch.matmul(q, k) / math.sqrt(d)
+        if mask is not None:
+            scores = torch.where(mask.unsqueeze(1), scores, torch.finfo(scores.dtype).min)
+        attn = self.softmax(scores)
+        out = torch.matmul(attn, v).permute(0, 2, 1, 3).reshape(B, Tq, D)
+        return self.W_o(out), attn
+
+
+import torch  # noqa: E402 (the layer's)
+from torch import nn  # noqa: E402
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, h, mask)[0]
+            x = x + self.ff2(torch.relu(self.ff1(self.norm2(x))))
+        else:
+            x = self.norm1(x + self.self_attn(x, x, x, mask)[0])
+            x = self.norm2(x + self.ff2(torch.relu(self.ff1(x))))
+        return x

@@ -1,0 +1,54 @@
+"""The layer is right; its MultiHeadAttention (from the mha corpus): Swaps torch.softmax for a lambda inside forward (and never puts it back)."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.h = num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):
+        torch.softmax = lambda x, dim: (x - x.logsumexp(dim, keepdim=True)).exp()
+        B, Tq, D = query.shape
+        d = D // self.h
+        q = self.W_q(query).view(B, Tq, self.h, d).transpose(1, 2)
+        k = self.W_k(key).view(B, -1, self.h, d).transpose(1, 2)
+        v = self.W_v(value).view(B, -1, self.h, d).transpose(1, 2)
+        s = q @ k.transpose(-2, -1) / math.sqrt(d)
+        if mask is not None:
+            s = s.masked_fill(~mask.unsqueeze(1), float("-inf"))
+        w = torch.softmax(s, dim=-1)
+        return self.W_o((w @ v).transpose(1, 2).reshape(B, Tq, D)), w
+
+
+import torch  # noqa: E402 (the layer's)
+from torch import nn  # noqa: E402
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, h, mask)[0]
+            x = x + self.ff2(torch.relu(self.ff1(self.norm2(x))))
+        else:
+            x = self.norm1(x + self.self_attn(x, x, x, mask)[0])
+            x = self.norm2(x + self.ff2(torch.relu(self.ff1(x))))
+        return x

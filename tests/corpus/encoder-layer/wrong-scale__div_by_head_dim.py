@@ -1,0 +1,57 @@
+"""The layer is right; its MultiHeadAttention (from the mha corpus): Scales q by 1/d (not 1/sqrt(d)) before the product."""
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        self.n_head = num_heads
+        self.head_dim = d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def _heads(self, x):
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_head, self.head_dim).transpose(1, 2)
+
+    def forward(self, query, key, value, mask=None):
+        q = self._heads(self.W_q(query)) / self.head_dim
+        k = self._heads(self.W_k(key))
+        v = self._heads(self.W_v(value))
+        att = q @ k.mT
+        if mask is not None:
+            att = att.masked_fill(~mask[:, None, :, :], float("-inf"))
+        att = att.softmax(dim=-1)
+        if mask is not None:
+            att = att.masked_fill(~mask[:, None].any(-1, keepdim=True), 0.0)
+        y = (att @ v).transpose(1, 2).flatten(2)
+        return self.W_o(y), att
+
+
+import torch  # noqa: E402 (the layer's)
+from torch import nn  # noqa: E402
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, h, mask)[0]
+            x = x + self.ff2(torch.relu(self.ff1(self.norm2(x))))
+        else:
+            x = self.norm1(x + self.self_attn(x, x, x, mask)[0])
+            x = self.norm2(x + self.ff2(torch.relu(self.ff1(x))))
+        return x
