@@ -44,7 +44,7 @@ MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 class Job:
     path: Path
     exercise: str
-    task: str | None = None  # None: check the file; "explain": trace it (worker.run_task)
+    task: str | None = None  # None: check the file; "explain": trace it, "maps": its weights (worker.run_task)
 
 
 def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
