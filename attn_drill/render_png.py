@@ -68,8 +68,10 @@ def _slots(groups: list) -> dict:
 def _panel(ax, m: list[list], head, Rectangle):
     """One map: the weights (NaN grey), the strongest key of each query, and (for yours) what differs."""
     data = [[float("nan") if v is None else v for v in row] for row in m]
-    image = ax.imshow(data, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
-    image.cmap.set_bad("lightgrey")
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")  # NaN shows grey
+    image = ax.imshow(data, vmin=0.0, vmax=1.0, cmap=cmap, interpolation="nearest")
     tops = strongest(m)
     for i, j in enumerate(tops):
         if j is not None:

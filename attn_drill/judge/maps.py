@@ -191,15 +191,22 @@ def flash(spec, target, path, gen) -> dict:
 KV_STEPS = (4, 1, 3)  # a prefill, one token, a chunk: each call fed the cache the one before returned
 
 
-def kv_cache(spec, target, path, gen) -> dict:
+def kv_example(gen) -> tuple[Case, str]:
+    """The case (x (B, T, D), the weights by layer) and how to say it. T <= d: positions fit the one-hot width."""
     B, H, Hkv, d = 1, 4, 2, 8
-    T = sum(KV_STEPS)  # the positions 0..T-1 must fit the one-hot width: T <= d
+    T = sum(KV_STEPS)
     config = {"d_model": H * d, "num_heads": H, "num_kv_heads": Hkv, "rope_base": 10000.0}
     dims = {"B": B, "H": H, "Hkv": Hkv, "d": d, "D": H * d, "T": T, "T_past": 0, "steps": KV_STEPS}
     x = torch.randn(B, T, H * d, generator=gen, dtype=torch.float64)
     case = Case("", {"x": x}, dims, config, random_params(gen, grouped_layer_shapes(config), False))
     label = (f"B={B} H={H} Hkv={Hkv} d={d}: a prefill of {KV_STEPS[0]} tokens, then calls of "
              f"{' and '.join(map(str, KV_STEPS[1:]))}, each fed the cache the call before returned")
+    return case, label
+
+
+def kv_cache(spec, target, path, gen) -> dict:
+    case, label = kv_example(gen)
+    x, H, Hkv, d, T = case.inputs["x"], *(case.dims[n] for n in ("H", "Hkv", "d", "T"))
 
     def yours():
         module, bad = spec.build(target, case, torch.float64)
