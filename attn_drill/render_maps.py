@@ -46,7 +46,8 @@ def _header(result: dict, ex_id: str, path: str, seed: int) -> Table:
     grid.add_row("example", text(f"{result.get('case', '')}; batch {result.get('batch', 0)}, seed {seed}"))
     grid.add_row("weights", text(f"{result.get('how', '')}; rows = queries, columns = keys"))
     grid.add_row("shades", Text(f"blank = 0 (a hidden key), ░ ▒ ▓ █ up to 1, ? = NaN; top = each query's "
-                                f"strongest key; * and red = differs from the reference (by > {DIFF:g})"))
+                                f"strongest key; entropy in bits, the mean over the queries; * and red = differs "
+                                f"from the reference (by > {DIFF:g})"))
     return grid
 
 
@@ -100,7 +101,7 @@ def _verdict(h: Head, width: int) -> list[tuple[str, str]]:
     """The head's entropy and what differs, wrapped to the block's width."""
     y, r = h.entropies
     ent = "entropy " + ("-" if y is None else f"{y:.2f}") + ("*" if h.entropy_differs else "") + \
-        " (reference " + ("-" if r is None else f"{r:.2f}") + ") bits"
+        " (reference " + ("-" if r is None else f"{r:.2f}") + ")"
     if h.yours is None:
         what, style = "no weights of yours to compare", "yellow"
     elif h.same:
