@@ -243,6 +243,77 @@ def test_every_attention_sub_layer_gets_its_maps_by_name(in_process, tmp_path, m
         assert r["maps"][1]["yours"] is None and "cross_attn" in r["maps"][1]["note"]
 
 
+ONE_HEAD = """
+import math
+import torch
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, dim, dk, dv, bias=True):
+        super().__init__()
+        self.W_q, self.W_k = nn.Linear(dim, dk, bias=bias), nn.Linear(dim, dk, bias=bias)
+        self.W_v = nn.Linear(dim, dv, bias=bias)
+
+    def forward(self, x, mask=None):
+        scores = self.W_q(x) @ self.W_k(x).transpose(-2, -1) / math.sqrt(SCALE)  # (B, T, T)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ self.W_v(x), weights
+"""
+
+
+def one_head_spec():
+    """A spec for one head whose weights are (B, T, T), as the self-attention exercise's are: axes with no head."""
+    import torch
+
+    from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
+
+    class OneHeadSpec(ModuleSpec):
+        id, file, name, maps = "one-head", "one_head.py", "SelfAttention", "returned"
+        outputs, layers, positional = ("out", "weights"), ("W_q", "W_k", "W_v"), ("dim", "dk", "dv")
+        axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "query", "key")}
+
+        def resolve(self, module):
+            return module.SelfAttention, None
+
+        def layer_shapes(self, config):
+            dim, dk, dv = config["dim"], config["dk"], config["dv"]
+            return {"W_q": (dk, dim), "W_k": (dk, dim), "W_v": (dv, dim)}
+
+        def cases(self, gen):
+            config = {"dim": 5, "dk": 3, "dv": 4, "bias": True}
+            inputs = {"x": torch.randn(2, 6, 5, generator=gen, dtype=torch.float64),
+                      "mask": random_mask(gen, 2, 6, 6)}
+            return [Case("B=2 T=6 dim=5 dk=3 dv=4", inputs, {"B": 2, "T": 6}, config,
+                         random_params(gen, self.layer_shapes(config), True))]
+
+        def feed(self, module, case, x, grad):
+            return module(x["x"], mask=x["mask"])
+
+    return OneHeadSpec()
+
+
+@pytest.mark.parametrize("scale", ["self.W_q.out_features", "0.05"])
+def test_weights_of_one_head_are_drawn_as_one_head(in_process, tmp_path, monkeypatch, scale):
+    from attn_drill.judge.specs import SPECS
+    from attn_drill.judge.specs import base
+
+    ref = tmp_path / "ref" / "one_head.py"
+    ref.parent.mkdir()
+    ref.write_text(ONE_HEAD.replace("SCALE", "self.W_q.out_features"))
+    user = tmp_path / "user" / "one_head.py"
+    user.parent.mkdir()
+    user.write_text(ONE_HEAD.replace("SCALE", scale))  # sqrt(0.05) for sqrt(dk): a wrong scale
+    monkeypatch.setitem(SPECS, "one-head", one_head_spec())
+    monkeypatch.setitem(base.REFERENCES, "one_head.py", load_file(ref))
+    [item] = maps_of(user, "one-head")["maps"]
+    [head] = attention_maps.heads(item)  # batch 0's (T, T): one head, not B of them
+    assert len(head.reference) == len(head.reference[0]) == 6
+    assert head.same == (scale == "self.W_q.out_features")
+
+
 # -- the numbers ---------------------------------------------------------------------------------------------
 def test_entropy_in_bits_and_the_strongest_key_per_query():
     m = [[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25], [0.0, 0.0, 0.0, 0.0], [0.1, 0.2, 0.7, None]]

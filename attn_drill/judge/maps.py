@@ -15,7 +15,7 @@ that has no attention weights to draw. NaN goes out as None.
 How the weights are found is the spec's `maps` attribute (specs/base.py), so a new exercise opts in with one line:
 
 - "returned": the output the spec names "weights" (sdpa, mha, mha-fused, gqa, and any module returning
-  (out, weights)); (B, T, T) weights of one head count as H = 1.
+  (out, weights)); weights whose axes (spec.axes) have no head, (B, T, T) of one head, count as H = 1.
 - "sublayers": a forward hook on every submodule; each one that returns (out, weights) with 4-D weights is one
   map, titled by its name (`self_attn`, `cross_attn` in a Transformer layer; the module itself by its class).
   The reference module gets the same hooks, and maps are paired by name.
@@ -109,7 +109,10 @@ def returned(spec, target, path, gen) -> dict:
         raise Unusable(probes.return_type(spec, o))
     ref = spec.unpack(spec.reference(case)[0])
     at = spec.outputs.index("weights")
-    item = pair("weights", o.outputs[at], ref[at])
+    yours, want = o.outputs[at], ref[at]
+    if "head" not in spec.axes.get("weights", ("head",)):  # one head's (B, Tq, Tk): give it a head axis
+        yours, want = yours.unsqueeze(-3), want.unsqueeze(-3)
+    item = pair("weights", yours, want)
     return {"case": case.label, "batch": 0, "how": "the weights your code returns", "maps": [item]}
 
 
@@ -138,7 +141,7 @@ def sublayers(spec, target, path, gen) -> dict:
 
 def hooked(module, root: str, call) -> dict:
     """{submodule name: the weights it returned} for each submodule (the module itself too, named `root`) that
-    returned (out, weights) with 3-D or 4-D weights, in the order they ran; the first call of each."""
+    returned (out, weights) with 4-D weights, (B, H, Tq, Tk), in the order they ran; the first call of each."""
     seen: dict = {}
 
     def record(name):
