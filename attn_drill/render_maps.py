@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from attn_drill.attention_maps import DIFF, Head, heads
-from attn_drill.render import plural, say, shade, text
+from attn_drill.render import say, shade, text
 
 WIDTH = 80  # never wider, whatever the terminal
 GAP = 2  # spaces between two head blocks, and between yours and the reference's
@@ -156,7 +156,8 @@ def _summary(groups: list) -> Text:
             where = "" if item.get("name") == "weights" else f" of {item.get('name')}"
             bad.append(f"{'head' if len(names) == 1 else 'heads'} {', '.join(names)}{where}")
     if not bad:
-        return Text(f"Yours matches the reference on all {plural(total, 'head')}.", style="bold green")
+        every = "both heads" if total == 2 else "its one head" if total == 1 else f"all {total} heads"
+        return Text(f"Yours matches the reference on {every}.", style="bold green")
     return Text.assemble(("Yours differs: ", "bold red"), text("; ".join(bad)),
                          ". attn-drill check names the mistake.")
 

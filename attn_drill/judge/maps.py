@@ -15,7 +15,7 @@ that has no attention weights to draw. NaN goes out as None.
 How the weights are found is the spec's `maps` attribute (specs/base.py), so a new exercise opts in with one line:
 
 - "returned": the output the spec names "weights" (sdpa, mha, mha-fused, gqa, and any module returning
-  (out, weights)); weights whose axes (spec.axes) have no head, (B, T, T) of one head, count as H = 1.
+  (out, weights)); 3-D weights, or weights whose axes (spec.axes) have no head: (B, T, T) of one head, H = 1.
 - "sublayers": a forward hook on every submodule; each one that returns (out, weights) with 4-D weights is one
   map, titled by its name (`self_attn`, `cross_attn` in a Transformer layer; the module itself by its class).
   The reference module gets the same hooks, and maps are paired by name.
@@ -110,8 +110,8 @@ def returned(spec, target, path, gen) -> dict:
     ref = spec.unpack(spec.reference(case)[0])
     at = spec.outputs.index("weights")
     yours, want = o.outputs[at], ref[at]
-    if "head" not in spec.axes.get("weights", ("head",)):  # one head's (B, Tq, Tk): give it a head axis
-        yours, want = yours.unsqueeze(-3), want.unsqueeze(-3)
+    if want.dim() == 3 or "head" not in spec.axes.get("weights", ("head",)):  # one head's (B, Tq, Tk)
+        yours, want = yours.unsqueeze(-3), want.unsqueeze(-3)  # (B, 1, Tq, Tk)
     item = pair("weights", yours, want)
     return {"case": case.label, "batch": 0, "how": "the weights your code returns", "maps": [item]}
 
@@ -284,7 +284,7 @@ def heads(w: torch.Tensor) -> torch.Tensor:
         w = w[0]
     while w.dim() < 3:
         w = w[None]
-    return w[:MAX_HEADS]
+    return w
 
 
 def numbers(w: torch.Tensor) -> list:
@@ -292,9 +292,11 @@ def numbers(w: torch.Tensor) -> list:
 
 
 def pair(name: str, yours, ref, note: str = "", values=None) -> dict:
-    """One map: the user's heads and the reference's as nested lists, and a note when they cannot be compared."""
+    """One map: the user's heads and the reference's as nested lists (the first MAX_HEADS), and a note when they
+    cannot be compared or not every head is drawn."""
     r = heads(ref)
-    item = {"name": name, "yours": None, "reference": numbers(r), "note": note}
+    more = f"the first {MAX_HEADS} of {r.size(0)} heads are drawn" if r.size(0) > MAX_HEADS else ""
+    item = {"name": name, "yours": None, "reference": numbers(r[:MAX_HEADS]), "note": note or more}
     if yours is None:
         return item
     y = heads(yours)
@@ -302,9 +304,9 @@ def pair(name: str, yours, ref, note: str = "", values=None) -> dict:
         item["note"] = (f"your weights are {tuple(yours.shape)}; the reference's {tuple(ref.shape)}: "
                         "they cannot be drawn head by head")
         return item
-    item["yours"] = numbers(y)
+    item["yours"] = numbers(y[:MAX_HEADS])
     if values is not None:
-        item["note"] = not_weights(heads(values), r.size(-1))
+        item["note"] = "; ".join(filter(None, [not_weights(heads(values), r.size(-1)), more]))
     return item
 
 
