@@ -1,8 +1,9 @@
 """`attn-drill show --png FILE`: the same maps as an image, with matplotlib (an optional extra: attn-drill[plot]).
 
 Imported only for --png. One row per head, and for each map (each attention sub-layer) two columns, yours then
-the reference's (a single map's heads go two to a row), on one colour scale from 0 to 1 with its colour bar. Each query's strongest key is ringed; where
-yours differs from the reference's, the weight is boxed in red and a differing strongest key is crossed.
+the reference's (a single map's heads go two to a row), on one colour scale from 0 to 1 with its colour bar.
+Each query's strongest key is ringed; where yours differs from the reference's, the weight is boxed in red and
+a differing strongest key is crossed.
 No pyplot: a bare Figure, so no GUI backend and no global state.
 """
 

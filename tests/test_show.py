@@ -123,6 +123,16 @@ def test_a_misaligned_causal_mask_shows_in_the_rows_after_the_prefill(in_process
     assert any(h.tops for h in hs) and any(h.entropy_differs for h in hs)
 
 
+def test_kv_cache_values_that_no_hook_can_reach_are_said_not_drawn(in_process, tmp_path):
+    """F.linear(x, self.W_v.weight) is right, but W_v's hook never runs: no map of the user's is made up."""
+    f = tmp_path / "user" / "kv_cache.py"
+    f.parent.mkdir()
+    f.write_text((ROOT / "reference" / "kv_cache.py").read_text().replace(
+        "v = self.W_v(x)", "v = torch.nn.functional.linear(x, self.W_v.weight)"))
+    [item] = maps_of(f, "kv-cache")["maps"]
+    assert item["yours"] is None and "never calls self.W_v" in item["note"] and item["reference"]
+
+
 @pytest.mark.parametrize("exercise, name", [("flash", "causal-misaligned__top_left.py"),
                                             ("mha", "mask-inverted__fill_where_true.py"),
                                             ("gqa", "kv-repeat-order__repeat_tiles.py")])
@@ -221,7 +231,8 @@ def test_every_attention_sub_layer_gets_its_maps_by_name(in_process, tmp_path, m
     user.parent.mkdir()
     mine = LAYER.replace("MEMORY_MASK", "~memory_mask" if mistake == "~memory_mask" else "memory_mask")
     if mistake == "cross_attn-no-weights":  # a cross-attention module that returns its output alone
-        mine += "\n\nclass Plain(MultiHeadAttention):\n    def forward(self, *a):\n        return super().forward(*a)[0]\n"
+        mine += ("\n\nclass Plain(MultiHeadAttention):\n    def forward(self, *a):\n"
+                 "        return super().forward(*a)[0]\n")
         mine = mine.replace("self.cross_attn(x, memory, memory, memory_mask)[0]",
                             "self.cross_attn(x, memory, memory, memory_mask)")
         mine = mine.replace("self.cross_attn = MultiHeadAttention(", "self.cross_attn = Plain(")

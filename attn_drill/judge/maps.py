@@ -217,45 +217,59 @@ def kv_cache(spec, target, path, gen) -> dict:
             raise Unusable(bad)
         return _kv_steps(module, x, H, Hkv, d, spec)
 
-    mine = _user_call(path, spec, yours)
+    mine, ran = _user_call(path, spec, yours)
     module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
     with torch.no_grad():
-        ref = _kv_steps(module, x, H, Hkv, d, spec)
-    return {"case": label, "batch": 0, "maps": [pair("weights", mine[..., :T], ref[..., :T], values=mine)],
-            "how": "your output with W_v's rows one-hot by position and W_o the identity, every call's "
-                   "queries in turn"}
+        ref, _ = _kv_steps(module, x, H, Hkv, d, spec)
+    how = ("your output with W_v's rows one-hot by position and W_o the identity, every call's queries in turn")
+    if "W_v" not in ran:  # F.linear(x, self.W_v.weight): no hook sees it, so the values stay as they are
+        item = pair("weights", None, ref[..., :T], note="your forward never calls self.W_v as a layer, so its "
+                    "values could not be made one-hot: there are no weights of yours to draw")
+    else:
+        item = pair("weights", mine[..., :T], ref[..., :T], values=mine)
+    return {"case": label, "batch": 0, "maps": [item], "how": how}
 
 
-def _kv_steps(module, x, H: int, Hkv: int, d: int, spec) -> torch.Tensor:
-    """Feed x in KV_STEPS with the values one-hot: the weights of every call's queries, (B, H, T, d)."""
+def _kv_steps(module, x, H: int, Hkv: int, d: int, spec) -> tuple[torch.Tensor, set]:
+    """Feed x in KV_STEPS with the values one-hot: the weights of every call's queries, (B, H, T, d), and the
+    names of the hooked layers that ran."""
     B, T, D = x.shape
     onehot = torch.eye(T, d, dtype=x.dtype)  # (T, d): the value of the token at position p is e_p
+    ran: set = set()
 
     def values(_mod, inputs, _out):  # (B, t, D) -> (B, t, Hkv * d): each token's one-hot, in every kv head
         tokens = inputs[0]
         pos = torch.cdist(tokens.reshape(-1, D).double(), x[0].double()).argmin(-1).reshape(tokens.shape[:2])
+        ran.add("W_v")
         return onehot[pos].to(tokens.dtype).repeat(1, 1, Hkv)  # found by value: safe to call W_v twice
 
     def identity(_mod, inputs, _out):
+        ran.add("W_o")
         return inputs[0]
 
     hooks = [module.W_v.register_forward_hook(values), module.W_o.register_forward_hook(identity)]
     outs, cache, start = [], None, 0
     try:
         for n in KV_STEPS:
-            chunk = x[:, start:start + n].clone()
-            r = module(chunk) if cache is None else module(chunk, cache=cache)
-            if not (isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], torch.Tensor)):
-                raise Unusable(_finding("wrong-return-type", f"a call returned {type(r).__name__}, not (out, (k, v))", spec))
-            if tuple(r[0].shape) != (B, n, D):
-                raise Unusable(_finding("wrong-output-shape", f"out is {tuple(r[0].shape)}, expected {(B, n, D)}", spec))
+            r = _kv_call(module, x[:, start:start + n].clone(), cache, spec)
             outs.append(r[0])
             cache, start = r[1], start + n
     finally:
         for h in hooks:
             h.remove()
     out = torch.cat(outs, dim=1)  # (B, T, D): merged heads, head h at features [h*d, (h+1)*d)
-    return out.view(B, T, H, d).transpose(1, 2)  # (B, H, T, d): query i's weight on key j at [.., i, j]
+    return out.view(B, T, H, d).transpose(1, 2), ran  # (B, H, T, d): query i's weight on key j at [.., i, j]
+
+
+def _kv_call(module, chunk, cache, spec):
+    """One call, fed the cache the call before returned; its result, checked for the form the contract says."""
+    r = module(chunk) if cache is None else module(chunk, cache=cache)
+    if not (isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], torch.Tensor)):
+        raise Unusable(_finding("wrong-return-type", f"a call returned {type(r).__name__}, not (out, (k, v))", spec))
+    if r[0].shape != chunk.shape:
+        raise Unusable(_finding("wrong-output-shape", f"out is {tuple(r[0].shape)}, expected {tuple(chunk.shape)}",
+                                spec))
+    return r
 
 
 def _finding(slug: str, evidence: str, spec):
