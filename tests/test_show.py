@@ -177,14 +177,15 @@ class TinyDecoder(nn.Module):
 '''
 
 
-def layer_spec():
-    """A spec for TinyDecoder, as a Transformer layer's spec would be: its sub-layers' weights copied in by name."""
+def layer_spec(maps: str | None = "sublayers"):
+    """A spec for TinyDecoder, as a Transformer layer's spec would be: its sub-layers' weights copied in by name.
+    With maps=None it says nothing: a module exercise is then looked at through its sub-layers all the same."""
     import torch
 
     from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask
 
     class TinySpec(ModuleSpec):
-        id, file, name, maps = "tiny-layer", "tiny_layer.py", "TinyDecoder", "sublayers"
+        id, file, name = "tiny-layer", "tiny_layer.py", "TinyDecoder"
         outputs, layers, positional = ("out",), (), ("d_model", "num_heads")
         forward = ((None, 1, 2), {"memory_mask": None}, "forward(self, x, memory, memory_mask=None)")
         signature = "__init__(self, d_model, num_heads, bias=True)"
@@ -209,7 +210,9 @@ def layer_spec():
         def feed(self, module, case, x, grad):
             return module(x["x"], x["memory"], x["memory_mask"])
 
-    return TinySpec()
+    spec = TinySpec()
+    spec.maps = maps
+    return spec
 
 
 def load_file(path: Path):
@@ -237,7 +240,7 @@ def test_every_attention_sub_layer_gets_its_maps_by_name(in_process, tmp_path, m
                             "self.cross_attn(x, memory, memory, memory_mask)")
         mine = mine.replace("self.cross_attn = MultiHeadAttention(", "self.cross_attn = Plain(")
     user.write_text(mine)
-    monkeypatch.setitem(SPECS, "tiny-layer", layer_spec())
+    monkeypatch.setitem(SPECS, "tiny-layer", layer_spec(None if mistake is None else "sublayers"))
     monkeypatch.setitem(base.REFERENCES, "tiny_layer.py", load_file(ref))
     r = maps_of(user, "tiny-layer")
     assert [m["name"] for m in r["maps"]] == ["self_attn", "cross_attn"]
@@ -323,6 +326,24 @@ def test_weights_of_one_head_are_drawn_as_one_head(in_process, tmp_path, monkeyp
     [head] = attention_maps.heads(item)  # batch 0's (T, T): one head, not B of them
     assert len(head.reference) == len(head.reference[0]) == 6
     assert head.same == (scale == "self.W_q.out_features")
+
+
+def test_a_module_exercise_with_no_weights_anywhere_is_a_usage_error(in_process, tmp_path, monkeypatch):
+    """A module spec that sets no `maps` is looked at through hooks; when its model answer has no sub-layer that
+    returns 4-D weights (here one head's (B, T, T), which only maps = "returned" reads), there is nothing to draw."""
+    from attn_drill.judge import maps
+    from attn_drill.judge.specs import SPECS
+    from attn_drill.judge.specs import base
+
+    for folder in ("ref", "user"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "one_head.py").write_text(ONE_HEAD.replace("SCALE", "self.W_q.out_features"))
+    spec = one_head_spec()
+    spec.maps = None
+    monkeypatch.setitem(SPECS, "one-head", spec)
+    monkeypatch.setitem(base.REFERENCES, "one_head.py", load_file(tmp_path / "ref" / "one_head.py"))
+    r = maps.run(tmp_path / "user" / "one_head.py", "one-head", 0)
+    assert r["usage"] is True and "one-head has no attention weights to draw" in r["error"]
 
 
 # -- the numbers ---------------------------------------------------------------------------------------------

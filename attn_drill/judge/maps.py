@@ -12,7 +12,8 @@ or {"verdict": {"slug", "title", "evidence", "line"}} when the user's code canno
 not load, lacks the name, raises, returns something else), or {"error": why, "usage": true} for an exercise
 that has no attention weights to draw. NaN goes out as None.
 
-How the weights are found is the spec's `maps` attribute (specs/base.py), so a new exercise opts in with one line:
+How the weights are found is the spec's `maps` attribute (specs/base.py), so a new exercise opts in with one line
+(a module exercise that sets none is looked at through "sublayers"):
 
 - "returned": the output the spec names "weights" (sdpa, mha, mha-fused, gqa, and any module returning
   (out, weights)); 3-D weights, or weights whose axes (spec.axes) have no head: (B, T, T) of one head, H = 1.
@@ -57,9 +58,9 @@ class Unusable(Exception):
 def run(path: Path, exercise: str, seed: int) -> dict:
     """The maps of the user's file and the reference on one example, or why not (see the module's docstring)."""
     spec = SPECS.get(exercise)
-    if spec is None or not getattr(spec, "maps", None):
-        names = ", ".join(i for i, s in SPECS.items() if getattr(s, "maps", None))
-        return {"error": f"{exercise} has no attention weights to draw; show draws them for {names}", "usage": True}
+    if spec is None or not how(spec):
+        return {"error": f"{exercise} has no attention weights to draw; show draws them for {drawable()}",
+                "usage": True}
     audit.arm(path, load_references())  # as for a check: the file's code may not reach into the checker
     try:
         module, bad = load.load(path, spec.id)
@@ -69,11 +70,20 @@ def run(path: Path, exercise: str, seed: int) -> dict:
         if bad:
             raise Unusable(bad)
         gen = torch.Generator().manual_seed(seed)
-        got = HOW[spec.maps](spec, target, path, gen)
+        got = HOW[how(spec)](spec, target, path, gen)
     except Unusable as u:
         f = u.finding
         return {"verdict": {"slug": f.slug, "title": f.title, "evidence": f.evidence, "line": f.line}}
     return {"exercise": exercise, **got}
+
+
+def how(spec) -> str | None:
+    """The spec's `maps`; a module exercise that does not say is looked at through its sub-layers' hooks."""
+    return getattr(spec, "maps", None) or ("sublayers" if hasattr(spec, "build") else None)
+
+
+def drawable() -> str:
+    return ", ".join(i for i, s in SPECS.items() if how(s))
 
 
 def _user_call(path: Path, spec, fn):
@@ -130,6 +140,9 @@ def sublayers(spec, target, path, gen) -> dict:
     module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
     with torch.no_grad():
         ref = hooked(module, spec.name, lambda: spec.call(None, case, module=module))
+    if not ref:  # the model answer has no module returning (out, weights): nothing to draw for this exercise
+        return {"error": f"{spec.id} has no attention weights to draw; show draws them for {drawable()}",
+                "usage": True}
     items = []
     for name, w in ref.items():
         if name in mine:
