@@ -18,6 +18,7 @@ from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, cmd_check, cmd_hi
                                  cmd_solution, cmd_start)
 from attn_drill.commands_explain import cmd_explain
 from attn_drill.commands_practice import cmd_mock, cmd_stats, cmd_watch
+from attn_drill.commands_show import PLOT_EXTRA, cmd_show
 from attn_drill.say import reset_warnings
 
 APP_HELP = ("Drill the attention coding round: write SDPA, multi-head attention, masks... by hand, "
@@ -33,6 +34,7 @@ COMMANDS = {  # name: one-line help, for typer's help and for the fast root help
     "watch": "Check your file again on every save.",
     "mock": "A timed mock interview, follow-up questions, a scorecard.",
     "explain": "Questions about your own passing file: shapes, costs, why.",
+    "show": "Draw every head's attention weights beside the reference's.",
     "stats": "Your progress: times, passes, frequent mistakes, mock scores.",
 }
 # Equal to attn_drill.judge.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
@@ -245,6 +247,22 @@ def get_app():
         timeout: Timeout = None,
     ) -> None:
         raise SystemExit(cmd_explain(exercise_id, answers, as_json, seed, timeout))
+
+    @cmd("show", "Runs your file (the exercise started last if no ID; passing or not) on one seeded example, in "
+                 "a process of its own as check does, and draws every head's weights beside the reference's: "
+                 "each query's strongest key, each head's entropy, and where yours differs. For a Transformer "
+                 "layer, every attention sub-layer. Exit status: 0 when drawn, 1 if your code cannot run, 2 for "
+                 "a usage error.")
+    def show(
+        exercise_id: OptId = None,
+        png: Annotated[Optional[Path], typer.Option(
+            "--png", metavar="FILE", show_default=False,
+            help=f"Also write the maps as an image (needs matplotlib: {PLOT_EXTRA}).")] = None,
+        seed: Annotated[Optional[int], typer.Option(
+            metavar="N", show_default=False, help=f"Seed for the example (default 0; {SEED_HELP}).")] = None,
+        timeout: Timeout = None,
+    ) -> None:
+        raise SystemExit(cmd_show(exercise_id, png, seed, timeout))
 
     @cmd("stats", "Per exercise: attempts, passes, best and median solve time, the most frequent mistakes; "
                   "then recent mock scores and their trend. From the history of every check and mock.")

@@ -35,7 +35,10 @@ MOVES = {"to", "cuda", "type_as", "to_dense"}  # a tensor moved afterwards is fi
 HOOK_MODULES = frozenset({"attn_drill.judge.trace", "attn_drill.judge.memory", "attn_drill.judge.audit"})
 HOOKS = frozenset({("attn_drill.judge.specs.masks", "ReadsOnMeta.__torch_function__"),
                    ("attn_drill.judge.cache_probes", "JoinWatch.__torch_function__"),
-                   ("attn_drill.judge.module_hooks", "_record.<locals>.hook")})
+                   ("attn_drill.judge.module_hooks", "_record.<locals>.hook"),
+                   ("attn_drill.judge.maps", "hooked.<locals>.record.<locals>.hook"),  # attn-drill show's hooks
+                   ("attn_drill.judge.maps", "_kv_steps.<locals>.values"),
+                   ("attn_drill.judge.maps", "_kv_steps.<locals>.identity")})
 
 
 class Tracer(TorchFunctionMode):

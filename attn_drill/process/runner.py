@@ -44,7 +44,7 @@ MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 class Job:
     path: Path
     exercise: str
-    task: str | None = None  # None: check the file; "explain": trace it (worker.run_task)
+    task: str | None = None  # None: check the file; "explain": trace it, "maps": its weights (worker.run_task)
 
 
 def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -271,8 +271,9 @@ def _verdict(job: Job, seed: int, stages: list[Stage], log, faults, slug: str, d
 
 def _timed_out(job: Job, seed: int, stages: list[Stage], timeout: float, log, faults) -> Report:
     stage = next((n for n in STAGES if n not in {s.name for s in stages}), "device")
+    what = "your code was" if job.task else f"the {stage} stage was"  # a task (explain, show) has no stages
     return _verdict(job, seed, stages, log, faults, "timeout",
-                    f"the {stage} stage was still running after {timeout:g} s", "it was at",
+                    f"{what} still running after {timeout:g} s", "it was at",
                     stage_detail=f"did not finish within {timeout:g} s", seconds=f"{timeout:g}")
 
 

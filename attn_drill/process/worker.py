@@ -148,13 +148,18 @@ def run_job(job: dict, seed: int, check_file, emit):
 
 
 def run_task(job: dict, seed: int) -> dict:
-    """A job that is not a check (job["task"]: "explain" traces a passing file for `attn-drill explain`): its
-    JSON-able result, or {"error": ...} with what escaped it."""
+    """A job that is not a check (job["task"]: "explain" traces a passing file for `attn-drill explain`, "maps"
+    draws its attention weights for `attn-drill show`): its JSON-able result, or {"error": ...} with what escaped
+    it."""
     try:
         if job["task"] == "explain":
             from attn_drill.judge import explain
 
             return explain.run(Path(job["path"]), job["exercise"], seed)
+        if job["task"] == "maps":  # `attn-drill show`: every head's weights, the user's and the reference's
+            from attn_drill.judge import maps
+
+            return maps.run(Path(job["path"]), job["exercise"], seed)
         return {"error": f"no task called {job['task']!r}"}
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
         from attn_drill.judge import load

@@ -33,6 +33,7 @@ class FlashSpec(Spec):
     file = "flash.py"
     name = "flash_attention"
     outputs = ("out",)
+    maps = "values"  # attn-drill show
     axes = {"out": ("batch", "head", "query", "feature")}
     signature = "flash_attention(q, k, v, causal=False, block_size=64)"
 

@@ -49,6 +49,7 @@ class KVCacheSpec(ModuleSpec):
     grad_names = ("x",)
     positional = ("d_model", "num_heads", "num_kv_heads")
     keyword = "rope_base"
+    maps = "values"  # attn-drill show
     signature = "__init__(self, d_model, num_heads, num_kv_heads, rope_base=10000.0)"
     forward = ((None, 1), {"cache": None}, "forward(self, x, cache=None)")
 

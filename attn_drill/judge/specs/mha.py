@@ -17,6 +17,7 @@ class MHASpec(ModuleSpec):
     layers = PROJECTIONS
     grad_names = ("query", "key", "value")
     outputs = ("out", "weights")
+    maps = "returned"  # attn-drill show
     axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "head", "query", "key")}
     positional = ("d_model", "num_heads")
     signature = "__init__(self, d_model, num_heads, bias=True)"

@@ -14,6 +14,7 @@ class SDPASpec(Spec):
     name = "scaled_dot_product_attention"
     outputs = ("out", "weights")
     axes = {"out": ("batch", "head", "query", "feature"), "weights": ("batch", "head", "query", "key")}
+    maps = "returned"  # attn-drill show
 
     def resolve(self, module):
         return resolve_function(module, self.name, f"{self.name}(q, k, v, mask=None)", [((1, 2, 3), {"mask": None})])

@@ -23,6 +23,7 @@ def random_case(gen, dims: dict, config: dict, shapes: dict, mask_kind: str | No
 
 class SelfAttentionSpec(ModuleSpec):
     outputs = ("out", "weights")
+    maps = "returned"  # attn-drill show
     axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "head", "query", "key")}
     grad_names = ("x",)
     forward = ((None, 1), {"mask": None}, "forward(self, x, mask=None)")
