@@ -91,18 +91,10 @@ def _option_retry(option: str, value: Optional[str]) -> str:
 
 
 def _exercise(exercise_id: str) -> "Exercise":
-    from attn_drill import catalogue
+    """The exercise of that id, or a usage error (resolve.exercise: one resolver for every command)."""
+    from attn_drill import resolve
 
-    ex = catalogue.get(exercise_id)
-    if ex is not None:
-        return ex
-    import difflib
-
-    known = list(catalogue.exercises())
-    close = difflib.get_close_matches(exercise_id, known, n=1, cutoff=0.5)
-    guess = f"did you mean {close[0]}? " if close else ""
-    _fail(f"no exercise called {exercise_id!r}; {guess}(the exercises: {', '.join(known)})",
-          _retry(exercise_id, close[0] if close else known[0]) or "attn-drill list shows the exercises.")
+    return resolve.exercise(exercise_id)
 
 
 def _retry(old, new) -> str:
@@ -116,13 +108,6 @@ def _retry(old, new) -> str:
     return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
 
 
-def _practice_file(f: Path) -> Path:
-    """Where `start` would have put a file of this name."""
-    from attn_drill import paths
-
-    return Path(paths.DEFAULT_PRACTICE_DIR) / f.name
-
-
 def _quote(path: Path) -> str:
     import shlex
 
@@ -130,14 +115,9 @@ def _quote(path: Path) -> str:
 
 
 def _current(st: "State", command: str) -> "Exercise":
-    """The exercise started last, for commands whose ID may be left out (one the catalogue no longer
-    has, from an older version or a hand-edited file, counts as none)."""
-    from attn_drill import catalogue
+    from attn_drill import resolve
 
-    if st.current is None or catalogue.get(st.current) is None:
-        _fail("no exercise started yet.",
-              f"give one (attn-drill {command} ID), or start one: attn-drill start ID (attn-drill list shows the ids).")
-    return _exercise(st.current)
+    return resolve.current(st, command)
 
 
 def _nice(path: Path) -> str:
@@ -273,53 +253,18 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
 
 
 def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
-    """(path, exercise) pairs to check; a usage error (exit 2) for anything unclear."""
-    from attn_drill import catalogue
+    from attn_drill import resolve
 
-    forced = _exercise(exercise_id) if exercise_id else None
-    if not files:
-        ex = forced or _current(st, "check")
-        path = st.file(ex.id)
-        if path is None:
-            _fail(f"{ex.id} has no file yet.", f"run attn-drill start {ex.id}, or give the file: attn-drill check PATH")
-        if not _is_file(path):
-            _fail(f"the file for {ex.id}, {_show(path)}, is gone.",
-                  f"attn-drill start {ex.id} writes a fresh skeleton; or give a PATH.")
-        return [(path, ex)]
-    jobs = []
-    for f in files:
-        kind = _kind(f)
-        if kind == "other":
-            _fail(f"{_show(f)} is not a regular file (a pipe or a device?); give your exercise file.")
-        if kind == "dir":
-            inside = [p for p in sorted(f.glob("*.py")) if catalogue.from_filename(p)]
-            if not inside:
-                _fail(f"{_show(f)} is a folder, with no exercise file in it.",
-                      f"give the file's path; attn-drill start ID --dir {_quote(f)} writes one there.")
-            _fail(f"{_show(f)} is a folder; give the exercise file inside it.",
-                  _retry(f, inside[0]) or f"try: attn-drill check {_quote(inside[0])}")
-        if kind == "missing":
-            ex = forced or catalogue.from_filename(f)
-            near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if _is_file(p)]
-            _fail(f"no such file: {_show(f)}", (_retry(f, near[0]) or f"try: attn-drill check {_quote(near[0])}") if near else
-                  "give the path of your exercise file, or no path at all to check the exercise you started last "
-                  "(attn-drill start ID writes one).")
-        ex = forced or catalogue.from_filename(f)
-        if ex is None:
-            ids = list(catalogue.exercises())
-            _fail(f"cannot tell which exercise {_show(f.name)} is for: name it after one (my_{ids[0]}.py) or say which.",
-                  f"try: attn-drill check {_quote(f)} --exercise {ids[0]}   (the exercises: {', '.join(ids)})")
-        jobs.append((f.resolve(), ex))
-    return jobs
+    return resolve.jobs(files, exercise_id, st)
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
               timeout: Optional[float]) -> int:
     """Check the files; the exit status: 0 if all passed, 1 if not."""
-    from attn_drill import state
+    from attn_drill import resolve, state
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
-    jobs = _jobs(files, exercise_id, state.load())
+    jobs = resolve.jobs(files, exercise_id, state.load())
     from attn_drill import process as checker  # no torch on this side
 
     reports = checker.run_checks([checker.Job(p, ex.id) for p, ex in jobs], seed=seed,
@@ -397,10 +342,10 @@ def _with_spinner(out, jobs: list, reports, enabled: bool):
 
 
 def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
-    from attn_drill import render
+    from attn_drill import render, resolve
 
     with _edit_state() as st:
-        ex = _exercise(exercise_id) if exercise_id else _current(st, "hint")
+        ex = resolve.exercise_or_current(exercise_id, st, "hint")
         total, before = len(ex.hints), min(st.hints_shown(ex.id), len(ex.hints))
         shown = total if show_all else min(before + 1, total)
         st.set_hints_shown(ex.id, shown)
@@ -419,10 +364,10 @@ def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
 
 
 def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
-    from attn_drill import history, render, state
+    from attn_drill import history, render, resolve, state
 
     st = state.load()
-    ex = _exercise(exercise_id) if exercise_id else _current(st, "solution")
+    ex = resolve.exercise_or_current(exercise_id, st, "solution")
     passed = history.progress_of(ex.id).passed
     if not passed and not yes:
         _confirm_or_refuse(
@@ -435,9 +380,9 @@ def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
 
 
 def cmd_reset(exercise_id: str, yes: bool) -> None:
-    from attn_drill import render, state, workspace
+    from attn_drill import render, resolve, state, workspace
 
-    ex = _exercise(exercise_id)
+    ex = resolve.exercise(exercise_id)
     path = state.load().file(ex.id) or workspace.practice_file(ex)
     if _is_file(path) and not workspace.same_as_skeleton(ex, path) and not yes:
         _confirm_or_refuse(

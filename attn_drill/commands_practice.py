@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
-from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _exercise, _fail, _jobs, _nice,
-                                 _record, valid_number, valid_seed)
+from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _fail, _nice, _record, valid_number,
+                                 valid_seed)
+from attn_drill.resolve import exercise as _exercise, jobs as _jobs
 
 
 def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
