@@ -64,7 +64,8 @@ def _build(path, ex, seed: int, timeout: Optional[float]):
                 r = explain.build(path, ex.id, seed, timeout=limit, pool=pool)
             else:
                 rep.sort_findings()
-                why = ", ".join(f.slug for f in rep.errors[:2]) or "it fails"
+                why = "not started: fill in the TODOs" if rep.not_started else (
+                    ", ".join(f.slug for f in rep.errors[:2]) or "it fails")
                 refused = f"{path.name} does not pass yet ({why}); explain asks about passing code."
     except OSError as e:
         refused = f"could not run the checker ({e.strerror or e}); nothing was asked."

@@ -45,9 +45,10 @@ def exercise(exercise_id: str) -> "Exercise":
 
     known = list(catalogue.exercises())
     close = difflib.get_close_matches(exercise_id.lower(), known, n=1, cutoff=0.5)
-    guess = f"; did you mean {close[0]}?" if close else ""
-    _fail(f"no exercise called {exercise_id!r}{guess} (the exercises: {', '.join(known)})",
-          (_retry(exercise_id, close[0]) if close else "") or "attn-drill list shows the exercises.")
+    if close:
+        _fail(f"no exercise called {exercise_id!r}; did you mean {close[0]}?",
+              _retry(exercise_id, close[0]) or f"the exercises: {', '.join(known)}")
+    _fail(f"no exercise called {exercise_id!r}.", f"the exercises: {', '.join(known)}")  # two lines: 80 columns
 
 
 def current(st: "State", command: str) -> "Exercise":
