@@ -27,6 +27,7 @@ EPILOG = "New here? attn-drill list, then attn-drill start sdpa."
 COMMANDS = {  # name: one-line help, for typer's help and for the fast root help alike
     "list": "List the exercises, your status and best times.",
     "start": "Write an exercise's skeleton and show the task.",
+    "next": "Start the most useful one: a due review, else the next new one.",
     "check": "Check your file and name your mistake.",
     "hint": "Show one more hint (--all: every hint).",
     "solution": "Show a model answer (asks before you pass).",
@@ -158,11 +159,21 @@ def get_app():
     ) -> None:
         cmd_start(exercise_id, folder, force)
 
-    @cmd("check", "Without PATHS, checks the file of the exercise you started last. Exit status: 0 if "
-                  "every file passes, 1 if one fails, 2 for a usage error.")
+    @cmd("next", "Each exercise has a review card (FSRS, as Anki schedules): a pass within the target is "
+                 "good, over it hard, a failing check or an abandoned attempt again. A due review starts "
+                 "from a fresh skeleton (your file is backed up first); a new exercise starts as start does.")
+    def next_() -> None:
+        from attn_drill.commands_next import cmd_next
+
+        cmd_next()
+
+    @cmd("check", "Without PATHS, checks the file of the exercise you started last; a PATH that is an exercise's "
+                  "ID checks that exercise's file. Several files are a batch: only your own practice files among "
+                  "them go into your history. Exit status: 0 if every file passes, 1 if one fails, 2 for a usage "
+                  "error (in a batch: a file that could not be checked).")
     def check(
         files: Annotated[Optional[List[Path]], typer.Argument(
-            metavar="PATHS", show_default=False, help="Files to check; the exercise started last if left out.")] = None,
+            metavar="PATHS", show_default=False, help="Files (or exercise IDs) to check; the exercise started last if left out.")] = None,
         exercise_id: Annotated[Optional[str], typer.Option(
             "--exercise", "-e", metavar="ID", autocompletion=_complete_ids, show_default=False,
             help="The exercise the files are for (default: from each file's name).")] = None,
@@ -173,8 +184,10 @@ def get_app():
         timeout: Annotated[Optional[float], typer.Option(
             metavar="SECONDS", show_default=False,
             help=f"Time allowed per file (default {DEFAULT_TIMEOUT_HELP:g} s, {TIMEOUT_HELP}).")] = None,
+        no_record: Annotated[bool, typer.Option(
+            "--no-record", help="Keep this check out of your history and stats.")] = False,
     ) -> None:
-        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout))
+        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout, record=not no_record))
 
     @cmd("hint", "Hints build up: each call shows one more, remembered per exercise.")
     def hint(exercise_id: OptId = None,
@@ -293,6 +306,11 @@ def _fast_path(argv: List[str]) -> bool:
     parsing imports pydantic: ~0.2 s); False for anything else, which typer parses (and explains)."""
     if argv == ["list"]:
         cmd_list()
+        return True
+    if argv == ["next"]:
+        from attn_drill.commands_next import cmd_next
+
+        cmd_next()
         return True
     if argv in (["--help"], ["-h"]):
         import shutil

@@ -91,18 +91,10 @@ def _option_retry(option: str, value: Optional[str]) -> str:
 
 
 def _exercise(exercise_id: str) -> "Exercise":
-    from attn_drill import catalogue
+    """The exercise of that id, or a usage error (resolve.exercise: one resolver for every command)."""
+    from attn_drill import resolve
 
-    ex = catalogue.get(exercise_id)
-    if ex is not None:
-        return ex
-    import difflib
-
-    known = list(catalogue.exercises())
-    close = difflib.get_close_matches(exercise_id, known, n=1, cutoff=0.5)
-    guess = f"did you mean {close[0]}? " if close else ""
-    _fail(f"no exercise called {exercise_id!r}; {guess}(the exercises: {', '.join(known)})",
-          _retry(exercise_id, close[0] if close else known[0]) or "attn-drill list shows the exercises.")
+    return resolve.exercise(exercise_id)
 
 
 def _retry(old, new) -> str:
@@ -116,13 +108,6 @@ def _retry(old, new) -> str:
     return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
 
 
-def _practice_file(f: Path) -> Path:
-    """Where `start` would have put a file of this name."""
-    from attn_drill import paths
-
-    return Path(paths.DEFAULT_PRACTICE_DIR) / f.name
-
-
 def _quote(path: Path) -> str:
     import shlex
 
@@ -130,14 +115,9 @@ def _quote(path: Path) -> str:
 
 
 def _current(st: "State", command: str) -> "Exercise":
-    """The exercise started last, for commands whose ID may be left out (one the catalogue no longer
-    has, from an older version or a hand-edited file, counts as none)."""
-    from attn_drill import catalogue
+    from attn_drill import resolve
 
-    if st.current is None or catalogue.get(st.current) is None:
-        _fail("no exercise started yet.",
-              f"give one (attn-drill {command} ID), or start one: attn-drill start ID (attn-drill list shows the ids).")
-    return _exercise(st.current)
+    return resolve.current(st, command)
 
 
 def _nice(path: Path) -> str:
@@ -223,11 +203,14 @@ def _confirm_or_refuse(question: str, refusal: str) -> None:
 
 # -- the commands' work ----------------------------------------------------------------------------
 def cmd_list() -> None:
-    from attn_drill import catalogue, history, listing, state
+    from attn_drill import catalogue, history, listing, schedule, state
 
     st = state.load()
+    due = schedule.due()
     sys.stdout.write(listing.table(catalogue.exercises().values(), st, history.progress(),
-                                   colour=listing.use_colour()))
+                                   colour=listing.use_colour(), due=due))
+    if due:
+        print(f"{listing.DUE} due for review: {', '.join(due)}.  attn-drill next starts {due[0]}.")
     if catalogue.get(st.current or ""):
         print(f"current: {st.current}.  attn-drill check checks it, attn-drill hint gives a nudge.")
     else:
@@ -246,15 +229,41 @@ def _write_skeleton(ex, path: Path, *, replace: bool):
         _fail(_describe(e, path))
 
 
-def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
+def _dropping(ex, st: "State", path: Path) -> Optional[str]:
+    """The attempt a fresh skeleton at `path` gives up: its start stamp, if that file is the exercise's started
+    file and holds work (not the skeleton itself); else None."""
+    from attn_drill import workspace
+
+    if st.file(ex.id) != Path(path).absolute().resolve() or not _is_file(path):
+        return None
+    return None if workspace.same_as_skeleton(ex, path) else st.started_at(ex.id)
+
+
+def _abandon(ex, attempt: Optional[str]) -> None:
+    """An attempt given up without a pass is an Again for the exercise's review card (schedule.abandoned)."""
+    if attempt is None:
+        return
+    from attn_drill import history, schedule
+
+    if not any(c["passed"] for c in history.checks(ex.id) if c.get("attempt") == attempt):
+        schedule.abandoned(ex, attempt=attempt, source="reset")
+
+
+def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bool = True) -> None:
+    """`abandon`: a file with work that --force replaces is an attempt given up (an Again); not for `next`, which
+    replaces a file the schedule has judged already to start its review."""
     from attn_drill import render, workspace
 
     ex = _exercise(exercise_id)
     with _edit_state() as st:  # locked first: if another process holds it, nothing is written
         target = workspace.practice_file(ex, folder)
+        dropped = _dropping(ex, st, target) if force and abandon else None
         written = _write_skeleton(ex, target, replace=force)
         earlier = st.file(ex.id)
         st.record_start(ex.id, written.path, restart_clock=written.written)
+        if force:
+            st.clear_hints(ex.id)
+    _abandon(ex, dropped)
     out, path = render.console(), _nice(written.path)
     if written.backup:
         render.say(out, "Backed up your old file to ", (str(written.backup), "bold"))
@@ -273,103 +282,99 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
 
 
 def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
-    """(path, exercise) pairs to check; a usage error (exit 2) for anything unclear."""
-    from attn_drill import catalogue
+    from attn_drill import resolve
 
-    forced = _exercise(exercise_id) if exercise_id else None
-    if not files:
-        ex = forced or _current(st, "check")
-        path = st.file(ex.id)
-        if path is None:
-            _fail(f"{ex.id} has no file yet.", f"run attn-drill start {ex.id}, or give the file: attn-drill check PATH")
-        if not _is_file(path):
-            _fail(f"the file for {ex.id}, {_show(path)}, is gone.",
-                  f"attn-drill start {ex.id} writes a fresh skeleton; or give a PATH.")
-        return [(path, ex)]
-    jobs = []
-    for f in files:
-        kind = _kind(f)
-        if kind == "other":
-            _fail(f"{_show(f)} is not a regular file (a pipe or a device?); give your exercise file.")
-        if kind == "dir":
-            inside = [p for p in sorted(f.glob("*.py")) if catalogue.from_filename(p)]
-            if not inside:
-                _fail(f"{_show(f)} is a folder, with no exercise file in it.",
-                      f"give the file's path; attn-drill start ID --dir {_quote(f)} writes one there.")
-            _fail(f"{_show(f)} is a folder; give the exercise file inside it.",
-                  _retry(f, inside[0]) or f"try: attn-drill check {_quote(inside[0])}")
-        if kind == "missing":
-            ex = forced or catalogue.from_filename(f)
-            near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if _is_file(p)]
-            _fail(f"no such file: {_show(f)}", (_retry(f, near[0]) or f"try: attn-drill check {_quote(near[0])}") if near else
-                  "give the path of your exercise file, or no path at all to check the exercise you started last "
-                  "(attn-drill start ID writes one).")
-        ex = forced or catalogue.from_filename(f)
-        if ex is None:
-            ids = list(catalogue.exercises())
-            _fail(f"cannot tell which exercise {_show(f.name)} is for: name it after one (my_{ids[0]}.py) or say which.",
-                  f"try: attn-drill check {_quote(f)} --exercise {ids[0]}   (the exercises: {', '.join(ids)})")
-        jobs.append((f.resolve(), ex))
-    return jobs
+    return resolve.jobs(files, exercise_id, st)
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
-              timeout: Optional[float]) -> int:
-    """Check the files; the exit status: 0 if all passed, 1 if not."""
-    from attn_drill import state
+              timeout: Optional[float], record: bool = True) -> int:
+    """Check the files; the exit status: 0 if all passed, 1 if not, 2 if a file of a batch could not be checked."""
+    from attn_drill import resolve, state
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
-    jobs = _jobs(files, exercise_id, state.load())
+    st = state.load()
+    jobs = resolve.jobs(files, exercise_id, st)
+    # A batch (a teacher's, an interviewer's) records only your own practice files; --no-record none.
+    mine = {j[0] for j in jobs if isinstance(j, tuple) and record and (len(jobs) == 1 or st.file(j[1].id) == j[0])}
     from attn_drill import process as checker  # no torch on this side
 
-    reports = checker.run_checks([checker.Job(p, ex.id) for p, ex in jobs], seed=seed,
+    reports = checker.run_checks([checker.Job(j[0], j[1].id) for j in jobs if isinstance(j, tuple)], seed=seed,
                                  timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)
     try:
-        results = _show_reports(jobs, reports, as_json)
+        results = _show_reports(jobs, reports, as_json, mine)
     except KeyboardInterrupt:
         _say(("interrupted", "bold red"), err=True)
         return 130
     finally:
         reports.close()  # stops the worker if we leave early
+    if None in results:
+        return EXIT_USAGE
     return 0 if results and all(results) else 1
 
 
-def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
+def _show_reports(jobs: list, reports, as_json: bool, mine: set) -> List[Optional[bool]]:
+    """Each job's report in order (a file that could not be checked: its error); passed, failed or None."""
     import json
 
-    from attn_drill import render
+    from attn_drill import moveon, render
 
     out, results = render.console(), []
-    for (path, ex), rep in _with_spinner(out, jobs, reports, enabled=not as_json):
+    for job, rep in _with_spinner(out, jobs, reports, enabled=not as_json):
+        if rep is None:  # resolve.Unusable: that file's line, and the batch goes on
+            results.append(None)
+            _unusable(out, job, as_json)
+            continue
+        (path, ex), keep = job, job[0] in mine
         results.append(rep.passed)
         if as_json:  # the verdict first: recording it can only warn, never keep it from showing
             d = rep.to_dict()
             print(json.dumps(d, indent=2) if len(jobs) == 1 else json.dumps(d), flush=True)
-            _record(ex, path, rep, "check")
+            if keep:
+                _record(ex, path, rep, "check")
             continue
         if len(results) > 1:
             out.rule()
         render.report(out, rep, ex)
-        took, best = _record(ex, path, rep, "check")
-        if rep.passed and took is not None:
-            render.solved(out, ex, took, best)
+        took, best = _record(ex, path, rep, "check") if keep else (None, None)
+        if rep.passed and keep and len(jobs) == 1:
+            render.solved(out, ex, took, best, moveon.after_pass())
+        elif rep.not_started:
+            render.say(out, "Fill in the TODOs of ", (_nice(path), "bold"), ", then check it again.")
         elif not rep.passed:
             render.say(out, "Stuck? ", (f"attn-drill hint {ex.id}", "bold cyan"), " gives a nudge.")
     if len(jobs) > 1 and not as_json:
         out.rule()
-        render.say(out, f"{len(results)} files: {results.count(True)} passed, {results.count(False)} failed")
+        bad = f", {results.count(None)} not checked" if None in results else ""
+        render.say(out, f"{len(results)} files: {results.count(True)} passed, {results.count(False)} failed{bad}")
     return results
+
+
+def _unusable(out, e, as_json: bool) -> None:
+    """A batch's file that could not be checked: its error line (JSON: an object with "error"), in its place."""
+    from attn_drill.say import printable
+
+    if as_json:
+        import json
+
+        print(json.dumps({"exercise": None, "file": str(e.path), "passed": False, "error": e.message}), flush=True)
+        return
+    out.rule()
+    _say(("error: ", "bold red"), printable(e.message), err=True)
+    if e.more:
+        _say(printable(e.more), err=True)
 
 
 def _record(ex: "Exercise", path: Path, rep, source: str) -> tuple:
     """Note a check in the practice history; (solve time or None, best time). Checks of the started file
-    form one attempt, timed from its start; the state file is only read."""
-    from attn_drill import history, state
+    form one attempt, timed from its start, and rate its review card (schedule.py); the state file is only read."""
+    from attn_drill import history, schedule, state
 
     st = state.load()
     attempt = st.started_at(ex.id) if st.file(ex.id) == Path(path).resolve() else None
     took = st.solve_seconds(ex.id, path) if rep.passed else None
     history.record_report(rep, source=source, attempt=attempt, solve_seconds=took)
+    schedule.after_check(ex, rep, attempt=attempt, seconds=took, source=source)
     best = history.progress_of(ex.id).best
     if took is not None:  # this pass counts even when it could not be recorded
         best = round(took, 1) if best is None else min(best, round(took, 1))
@@ -377,12 +382,17 @@ def _record(ex: "Exercise", path: Path, rep, source: str) -> tuple:
 
 
 def _with_spinner(out, jobs: list, reports, enabled: bool):
-    """Pair each job with its report, with a spinner while waiting when on a terminal."""
+    """Pair each job with its report, with a spinner while waiting when on a terminal; a file that could not be
+    checked (resolve.Unusable) is paired with None."""
     from contextlib import nullcontext
 
     from attn_drill import render
 
-    for path, ex in jobs:
+    for job in jobs:
+        if not isinstance(job, tuple):
+            yield job, None
+            continue
+        path, ex = job
         waiting = (out.status(render.text(f"checking {path.name} ({ex.id})..."))
                    if enabled and out.is_terminal else nullcontext())
         with waiting:
@@ -397,32 +407,32 @@ def _with_spinner(out, jobs: list, reports, enabled: bool):
 
 
 def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
-    from attn_drill import render
+    """One more hint: after a failing check, the named mistake's first (hints.py), then the exercise's."""
+    from attn_drill import hints, render, resolve
 
     with _edit_state() as st:
-        ex = _exercise(exercise_id) if exercise_id else _current(st, "hint")
-        total, before = len(ex.hints), min(st.hints_shown(ex.id), len(ex.hints))
-        shown = total if show_all else min(before + 1, total)
-        st.set_hints_shown(ex.id, shown)
+        ex = resolve.exercise_or_current(exercise_id, st, "hint")
+        shown = hints.reveal(ex, st, show_all)
     out = render.console()
-    if total == 0:
+    if not shown.mistake_total and not ex.hints:
         render.say(out, f"{ex.id} has no hints.")
         return
-    out.print(render.hints(ex, shown, fresh=shown if shown > before and not show_all else None))
-    if before >= total:
-        render.say(out, f"No more hints: all {total} are above.")
-    elif shown == total:
-        render.say(out, f"That was the last hint (all {total} shown). ", (f"attn-drill solution {ex.id}", "bold cyan"),
+    out.print(render.hints(ex, shown.general, fresh=shown.general_fresh, mistake=shown))
+    left = shown.left(ex)
+    if shown.fresh is None and not show_all:
+        render.say(out, "No more hints: all of them are above.")
+    elif left == 0:
+        render.say(out, "That was the last hint. ", (f"attn-drill solution {ex.id}", "bold cyan"),
                    " shows a model answer.")
     else:
-        render.say(out, f"{total - shown} more: run ", (f"attn-drill hint {ex.id}", "bold cyan"), " again.")
+        render.say(out, f"{left} more: run ", (f"attn-drill hint {ex.id}", "bold cyan"), " again.")
 
 
 def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
-    from attn_drill import history, render, state
+    from attn_drill import history, render, resolve, state
 
     st = state.load()
-    ex = _exercise(exercise_id) if exercise_id else _current(st, "solution")
+    ex = resolve.exercise_or_current(exercise_id, st, "solution")
     passed = history.progress_of(ex.id).passed
     if not passed and not yes:
         _confirm_or_refuse(
@@ -435,9 +445,9 @@ def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
 
 
 def cmd_reset(exercise_id: str, yes: bool) -> None:
-    from attn_drill import render, state, workspace
+    from attn_drill import render, resolve, state, workspace
 
-    ex = _exercise(exercise_id)
+    ex = resolve.exercise(exercise_id)
     path = state.load().file(ex.id) or workspace.practice_file(ex)
     if _is_file(path) and not workspace.same_as_skeleton(ex, path) and not yes:
         _confirm_or_refuse(
@@ -445,8 +455,11 @@ def cmd_reset(exercise_id: str, yes: bool) -> None:
             f"reset replaces {path} with the skeleton (after a backup); "
             f"run attn-drill reset {ex.id} --yes to go ahead.")
     with _edit_state() as st:  # locked first: if another process holds it, nothing is replaced
+        dropped = _dropping(ex, st, path)
         written = _write_skeleton(ex, path, replace=True)
         st.record_start(ex.id, written.path, restart_clock=True)
+        st.clear_hints(ex.id)
+    _abandon(ex, dropped)
     out = render.console()
     if written.backup:
         render.say(out, "Backed up your file to ", (str(written.backup), "bold"))

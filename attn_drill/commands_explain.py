@@ -7,7 +7,7 @@ No torch here: the check, the trace and the mutants' checks run in processes for
 import sys
 from typing import Optional
 
-from attn_drill.commands import TIMEOUT_RANGE, _current, _exercise, _fail, _jobs, _nice, valid_number, valid_seed
+from attn_drill.commands import TIMEOUT_RANGE, _fail, _nice, valid_number, valid_seed
 
 EXAMPLE = 'e.g. attn-drill explain sdpa --answers "B H Tq Tk,2,1"'
 
@@ -16,7 +16,7 @@ def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: boo
                 timeout: Optional[float]) -> int:
     import random
 
-    from attn_drill import explain, state
+    from attn_drill import explain, resolve, state
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     try:
@@ -28,8 +28,8 @@ def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: boo
         _fail("explain asks its questions in a terminal; without one, give the answers (--answers) or "
               "print the questions (--json).", EXAMPLE)
     st = state.load()
-    ex = _exercise(exercise_id) if exercise_id else _current(st, "explain")
-    [(path, ex)] = _jobs([], ex.id, st)
+    ex = resolve.exercise_or_current(exercise_id, st, "explain")
+    [(path, ex)] = resolve.jobs([], ex.id, st)
     seed = random.randrange(10_000) if seed is None else seed
     try:
         r = _build(path, ex, seed, timeout)
@@ -64,7 +64,8 @@ def _build(path, ex, seed: int, timeout: Optional[float]):
                 r = explain.build(path, ex.id, seed, timeout=limit, pool=pool)
             else:
                 rep.sort_findings()
-                why = ", ".join(f.slug for f in rep.errors[:2]) or "it fails"
+                why = "not started: fill in the TODOs" if rep.not_started else (
+                    ", ".join(f.slug for f in rep.errors[:2]) or "it fails")
                 refused = f"{path.name} does not pass yet ({why}); explain asks about passing code."
     except OSError as e:
         refused = f"could not run the checker ({e.strerror or e}); nothing was asked."

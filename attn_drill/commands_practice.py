@@ -7,24 +7,29 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
-from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _exercise, _fail, _jobs, _nice,
-                                 _record, valid_number, valid_seed)
+from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _fail, _nice, _record, valid_number,
+                                 valid_seed)
+from attn_drill.resolve import exercise as _exercise, jobs as _jobs
 
 
 def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
-    from attn_drill import render, render_mock, state, watch
+    from attn_drill import moveon, render, render_mock, state, watch, workspace
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     [(path, ex)] = _jobs([], exercise_id, state.load())
     out, nice = render.console(), _nice(path)
     render_mock.watch_intro(out, ex, nice)
+    last = None  # the content hash of the file last checked: a save that changed nothing is not counted again
     try:
         with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
             for _ in watch.Watcher(path).changes(on_missing=lambda: render_mock.watch_missing(out, nice)):
+                content = workspace.digest(path)
                 rep = checker.check(path)
                 render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
-                took, best = _record(ex, path, rep, "watch")
-                render_mock.watch_footer(out, rep, ex, nice, took=took, best=best)
+                fresh, last = content is None or content != last, content
+                took, best = _record(ex, path, rep, "watch") if fresh else (None, None)
+                after = moveon.after_pass() if rep.passed and fresh else []
+                render_mock.watch_footer(out, rep, ex, nice, took=took, best=best, after=after)
     except KeyboardInterrupt:
         render_mock.watch_stopped(out)
     return 0

@@ -89,6 +89,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         CREATE INDEX explains_by_exercise ON explains (exercise, at);
     """),
+    ("0005-reviews", """
+        CREATE TABLE reviews (
+            id INTEGER PRIMARY KEY,
+            exercise TEXT NOT NULL,
+            at REAL NOT NULL,
+            rating TEXT NOT NULL,      -- good, hard or again (schedule.py)
+            attempt TEXT,              -- the attempt it rates: a practice file's start stamp, or mock:<id>
+            source TEXT NOT NULL,      -- check, watch, mock or reset
+            due REAL NOT NULL,         -- unix time the card is due again
+            card TEXT NOT NULL         -- the FSRS card after this review, JSON (fsrs.Card.to_dict)
+        );
+        CREATE INDEX reviews_by_exercise ON reviews (exercise, at);
+    """),
 ]
 
 
@@ -316,7 +329,10 @@ def record_check(exercise: str, *, passed: bool, slugs: list[str], warnings: lis
 
 
 def record_report(rep, *, source: str, attempt: str | None, solve_seconds: float | None) -> bool:
-    """Record a check's Report (attn_drill.report.Report)."""
+    """Record a check's Report (attn_drill.report.Report); a file not started yet (its TODOs still raise) is no
+    check of anything: not recorded (False)."""
+    if rep.not_started:
+        return False
     rep.sort_findings()
     return record_check(rep.exercise, passed=rep.passed, slugs=[f.slug for f in rep.errors],
                         warnings=[f.slug for f in rep.findings if f.level != "error"],
@@ -346,11 +362,20 @@ def record_explain(exercise: str, questions: list[dict], *, source: str = "expla
                      for q in questions])))
 
 
+def record_review(exercise: str, rating: str, *, attempt: str | None, source: str, at: float, due: float,
+                  card: dict) -> bool:
+    """One spaced-review rating and the card after it (schedule.review)."""
+    return _write("review", """
+        INSERT INTO reviews (exercise, at, rating, attempt, source, due, card) VALUES (?, ?, ?, ?, ?, ?, ?)""",
+        (exercise, at, rating, attempt, source, due, json.dumps(card)))
+
+
 # -- reading -------------------------------------------------------------------------------------
-def _rows(sql: str, args: tuple = ()) -> list[dict]:
+def _rows(sql: str, args: tuple = (), quiet: bool = False) -> list[dict]:
     """The rows a query returns, as dicts; none when nothing was recorded yet (no file is created just to
     read it) or the file cannot be read (said once). Rows whose exercise or time has the wrong type are left
-    out: SQLite keeps any type in any column, and such a row was written by someone else."""
+    out: SQLite keeps any type in any column, and such a row was written by someone else. `quiet`: an unreadable
+    file reads as empty without the warning (for a reader that only adds to what it shows)."""
     if not _exists():
         return []
     try:
@@ -358,19 +383,34 @@ def _rows(sql: str, args: tuple = ()) -> list[dict]:
             conn.row_factory = sqlite3.Row
             rows = conn.execute(sql, args).fetchall()
     except (sqlite3.Error, OSError) as e:
-        _unreadable(e)
+        if not quiet:
+            _unreadable(e)
         return []
     return [d for d in map(dict, rows) if isinstance(d["exercise"], str) and _number(d["at"])]
 
 
-def checks(exercise: str | None = None) -> list[dict]:
+def checks(exercise: str | None = None, quiet: bool = False) -> list[dict]:
     """Every recorded check, oldest first (slugs and warnings as lists)."""
     where, args = ("WHERE exercise = ?", (exercise,)) if exercise else ("", ())
     out = []
-    for d in _rows(f"SELECT * FROM checks {where} ORDER BY at, id", args):
+    for d in _rows(f"SELECT * FROM checks {where} ORDER BY at, id", args, quiet):
         d["passed"] = bool(d["passed"])
         d["slugs"], d["warnings"] = _list(d["slugs"]), _list(d["warnings"])
         out.append(d)
+    return out
+
+
+def reviews(exercise: str | None = None) -> list[dict]:
+    """Every spaced-review rating, oldest first, its card as a dict; rows someone else wrote are left out."""
+    where, args = ("WHERE exercise = ?", (exercise,)) if exercise else ("", ())
+    out = []
+    for d in _rows(f"SELECT * FROM reviews {where} ORDER BY at, id", args):
+        try:
+            d["card"] = json.loads(d["card"]) if isinstance(d["card"], str) else None
+        except (ValueError, RecursionError):
+            d["card"] = None
+        if _number(d["due"]) and d["rating"] in ("good", "hard", "again"):
+            out.append(d)
     return out
 
 

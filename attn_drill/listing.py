@@ -33,9 +33,14 @@ def use_colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
+DUE = "*"  # the marker of an exercise due for review (schedule.due), beside ▸ for the current one
+
+
 def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "Progress"],
-          colour: bool = False) -> str:
-    """`progress` is history.progress(): passed and best come from there, started from `state`."""
+          colour: bool = False, due: Iterable[str] = ()) -> str:
+    """`progress` is history.progress(): passed and best come from there, started from `state`; `due`: the ids
+    due for review, marked."""
+    due = set(due)
     header = ("", "id", "title", "difficulty", "target", "status", "best")
     rows = []
     for ex in exercises:
@@ -43,7 +48,8 @@ def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "
         status = state.status(ex.id, passed=bool(done and done.passed))
         best = done.best if done else None
         in_time = best is not None and best <= ex.minutes * 60
-        rows.append([("▸" if ex.id == state.current else "", ""), (ex.id, "cyan"), (ex.title, ""),
+        mark = ("▸" if ex.id == state.current else "") + (DUE if ex.id in due else "")
+        rows.append([(mark, "yellow" if ex.id in due else ""), (ex.id, "cyan"), (ex.title, ""),
                      (ex.difficulty, ""), (f"{ex.minutes} min", ""), (status, STATUS_COLOUR.get(status, "")),
                      (duration(best), "green" if in_time else "")])
     widths = [max(len(h), *(len(r[i][0]) for r in rows)) for i, h in enumerate(header)]

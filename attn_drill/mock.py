@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from attn_drill import catalogue, explain, history, paths, questions
+from attn_drill import catalogue, explain, history, paths, questions, schedule
 from attn_drill.catalogue import Exercise
 
 CLOCK_ENV = "ATTN_DRILL_CLOCK"
@@ -69,6 +69,7 @@ class Session:
     mistakes: list[str] = field(default_factory=list)  # error slugs of every failing check, in order
     last: dict | None = None  # the last check: {"passed", "slugs"}
     seen: list | None = None  # the file's version (watch.signature) last checked, or the fresh skeleton's
+    checked: str | None = None  # the content hash (workspace.digest) of the file last checked
     ended_by: str | None = None  # pass, time or quit
     ended_at: float | None = None
     question_ids: list[str] = field(default_factory=list)
@@ -151,6 +152,7 @@ SESSION_FIELDS = {
     "mistakes": _strings,
     "last": _optional(lambda v: isinstance(v, dict) and _strings(v.get("slugs"))),
     "seen": _optional(lambda v: isinstance(v, list)),
+    "checked": _optional(lambda v: isinstance(v, str)),
     "ended_by": _optional(lambda v: isinstance(v, str)),
     "ended_at": _optional(_number),
     "question_ids": _strings,
@@ -228,9 +230,14 @@ def lock() -> Iterator[None]:
 
 # -- starting ------------------------------------------------------------------------------------------
 def pick(rng: random.Random, exercises: list[Exercise] | None = None) -> tuple[Exercise, str]:
-    """Untried first, then never passed, then best time over the target, then the rest; random among
-    equals. Returns the exercise and why. "Passed" and "best" are history.progress's, as in `list`."""
+    """The one most overdue for review (schedule.py, as `next` and `list` see it), else untried first, then never
+    passed, then best time over the target, then the rest; random among equals. Returns the exercise and why.
+    "Passed" and "best" are history.progress's, as in `list`."""
     exercises = exercises if exercises is not None else list(catalogue.exercises().values())
+    by_id = {e.id: e for e in exercises}
+    overdue = [i for i in schedule.due() if i in by_id]
+    if overdue:
+        return by_id[overdue[0]], "it is due for review"
     done = history.progress()
 
     def rank(ex: Exercise) -> int:
@@ -287,6 +294,8 @@ def run(session: Session, ui, keys, *, answers: list[str] | None = None) -> int:
         return 130
     card = scorecard(session)
     history.record_mock(card)
+    if not card["passed"]:  # ran out, or ended without a pass: an Again for its review card
+        schedule.abandoned(ex, attempt=f"mock:{session.id}", source="mock")
     if session.explain:
         history.record_explain(session.exercise, explain.kinds_missed(session.explain, session.explain_answers),
                                source="mock", mock=session.id, file=session.file, seed=session.seed)
@@ -338,18 +347,24 @@ def _version(path: Path) -> list | None:
 
 
 def _check(session: Session, ex: Exercise, ui, checker) -> bool:
-    """Check the mock file, show the report (unless strict) and note it; True on a pass."""
+    """Check the mock file, show the report (unless strict) and note it (once per content); True on a pass."""
+    from attn_drill.workspace import digest
+
     ui.checking(session)
-    version = _version(Path(session.file))
+    version, content = _version(Path(session.file)), digest(Path(session.file))
     rep = checker.check(Path(session.file))
     at = now()
-    session.checks += 1
+    again = content is not None and content == session.checked  # `c` twice on the same file counts once
     slugs = [f.slug for f in rep.errors]
-    session.mistakes += slugs
-    session.last, session.seen = {"passed": rep.passed, "slugs": slugs}, version
+    if not again:
+        session.checks += 1
+        session.mistakes += slugs
+    session.last, session.seen, session.checked = {"passed": rep.passed, "slugs": slugs}, version, content
     save(session)
     solve = min(at - session.started_at, session.limit_seconds) if rep.passed else None
-    history.record_report(rep, source="mock", attempt=f"mock:{session.id}", solve_seconds=solve)
+    if not again:
+        history.record_report(rep, source="mock", attempt=f"mock:{session.id}", solve_seconds=solve)
+        schedule.after_check(ex, rep, attempt=f"mock:{session.id}", seconds=solve, source="mock")
     ui.report(session, rep, ex)
     return rep.passed
 

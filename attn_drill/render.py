@@ -116,6 +116,8 @@ def verdict(rep: Report) -> Text:
     took = f" in {rep.seconds:.1f} s" if rep.seconds >= 0.1 else (f" in {rep.seconds:.2f} s" if rep.seconds else "")
     if rep.passed:
         return Text.assemble(("PASSED", "bold green"), printable(f"  {rep.exercise}  {counts}{took}"))
+    if rep.not_started:
+        return Text.assemble(("NOT STARTED", "bold yellow"), printable(f"  {rep.exercise}  fill in the TODOs{took}"))
     return Text.assemble(("FAILED", "bold red"), printable(f"  {rep.exercise}  {counts}{took}"))
 
 
@@ -179,9 +181,16 @@ def task(ex: "Exercise") -> Text:
                          f"   target: {ex.minutes} min, {ex.difficulty}\n\n", ex.task)
 
 
-def hints(ex: "Exercise", shown: int, fresh: int | None) -> Group:
-    """Hints 1..shown; `fresh` (1-based) is the one this call revealed."""
+def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None) -> Group:
+    """Hints 1..shown; `fresh` (1-based) is the one this call revealed. `mistake` (hints.Shown): the hints of the
+    mistake the last check named, seen so far, shown first."""
     lines = []
+    if mistake is not None and mistake.slug and mistake.mistake:
+        new = mistake.fresh[1] if mistake.fresh and mistake.fresh[0] == "mistake" else None
+        for i, h in enumerate(mistake.mistake, 1):
+            style = "bold" if i == new else ("" if mistake.fresh is None else "dim")
+            label = f"{mistake.slug} {i}/{mistake.mistake_total}  "
+            lines.append(Text.assemble((label, "magenta"), (h, style)))
     for i, h in enumerate(ex.hints[:shown], 1):
         style = "bold" if i == fresh else ("" if fresh is None else "dim")
         lines.append(Text.assemble((f"hint {i}/{len(ex.hints)}  ", "cyan"), (h, style)))
@@ -232,8 +241,13 @@ def _fold(parts: list, width: int) -> list:
     return out
 
 
-def solved(out: Console, ex: "Exercise", took: float, best: float | None) -> None:
-    """After a pass of the started file (check and watch alike): its solve time and the best so far."""
+def solved(out: Console, ex: "Exercise", took: float | None, best: float | None, after: list[str] = ()) -> None:
+    """After a pass (check and watch alike): the solve time of the started file against the target and the best
+    so far, then `after` (moveon.after_pass: progress, what is next and its command). One line, wrapped between
+    its segments, so a command is never cut."""
     from attn_drill.listing import duration
+    from attn_drill.moveon import wrap
 
-    say(out, f"Solved in {duration(took)} (target {ex.minutes} min); best {duration(best)}.")
+    first = [f"Solved in {duration(took)}", f"(target {ex.minutes} min, best {duration(best)})."] if took is not None else []
+    for line in wrap(first + list(after), min(out.width, 80)):
+        say(out, line)

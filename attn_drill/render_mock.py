@@ -62,9 +62,9 @@ def watch_report(out: Console, rep: "Report", ex: "Exercise") -> None:
 
 
 def watch_footer(out: Console, rep: "Report", ex: "Exercise", path: str, *, took: float | None,
-                 best: float | None) -> None:
-    if rep.passed and took is not None:
-        render.solved(out, ex, took, best)
+                 best: float | None, after: list[str] = ()) -> None:
+    if rep.passed and (took is not None or after):
+        render.solved(out, ex, took, best, after)
     say(out, (f"{time.strftime('%H:%M:%S')}  watching {path}: save to check again, Ctrl-C to stop.", "dim"))
     out.file.flush()
 

@@ -9,6 +9,9 @@ from dataclasses import asdict, dataclass, field
 
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 STAGES = ("load", "api", "shapes", "values", "gradients", "dtypes", "device")
+# A stage's detail when the file's own `raise NotImplementedError` (a skeleton's TODO) stopped the check: the
+# file is not started (or not finished), which is no mistake to name, so the report has no finding.
+NOT_STARTED = "not started: fill in the TODOs"
 
 
 @dataclass
@@ -47,6 +50,11 @@ class Report:
         return all(s.status in (PASS, WARN) for s in self.stages) and not self.errors
 
     @property
+    def not_started(self) -> bool:
+        """Stopped by the file's own TODO (see NOT_STARTED): failed, with no error to name."""
+        return not self.errors and any(s.status == FAIL and s.detail.startswith(NOT_STARTED) for s in self.stages)
+
+    @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.level == "error"]
 
@@ -66,6 +74,7 @@ class Report:
             "exercise": self.exercise,
             "file": self.file,
             "passed": self.passed,
+            "not_started": self.not_started,
             "seed": self.seed,
             "stages": [asdict(s) for s in self.stages],
             "findings": findings,

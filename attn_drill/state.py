@@ -53,7 +53,8 @@ def state_file() -> Path:
 def now() -> str:
     from datetime import datetime, timezone  # not at import: `list` never needs it
 
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # milliseconds: the stamp names an attempt (history.py), and a reset in the same second is a new one
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def seconds_since(stamp: str | None) -> float | None:
@@ -126,11 +127,18 @@ class State:
         self.data["current"] = exercise_id
 
     def solve_seconds(self, exercise_id: str, file: Path) -> float | None:
-        """Seconds since the attempt began, if `file` is the exercise's started file (the clock belongs
+        """Seconds since the attempt began, to 0.1 s, if `file` is the exercise's started file (the clock belongs
         to it: a pass elsewhere counts as a pass, with no time); else None."""
         if self.file(exercise_id) != Path(file).resolve():
             return None
-        return seconds_since(self.started_at(exercise_id))
+        took = seconds_since(self.started_at(exercise_id))
+        return None if took is None else round(took, 1)  # rounded once, here: the history keeps this value
+
+    def clear_hints(self, exercise_id: str) -> None:
+        """Starting over (`reset`, `start --force`): the hints seen, the exercise's and the mistakes', are unseen."""
+        e = self.entry(exercise_id)
+        e.pop("hints_shown", None)
+        e.pop("mistake_hints", None)
 
     def set_hints_shown(self, exercise_id: str, n: int) -> None:
         self.entry(exercise_id)["hints_shown"] = n

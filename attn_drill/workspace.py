@@ -40,6 +40,17 @@ def same_as_skeleton(ex: Exercise, path: Path) -> bool:
         return False
 
 
+def digest(path: Path) -> str | None:
+    """The file's content hash (None if it cannot be read): a check of the same content again (`c` pressed twice,
+    a save that changed nothing) is shown, but not counted twice."""
+    import hashlib
+
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
 def backup(ex: Exercise, path: Path) -> Path:
     """Copy `path` to backups()/<id>/<timestamp>-<file>; never overwrites an earlier backup."""
     folder = paths.backups() / ex.id

@@ -343,17 +343,39 @@ def test_check_the_reference_passes(isolated):
     assert history.progress_of("mha").passed
 
 
-def test_check_the_skeleton_fails(isolated):
-    f = copy_skeleton(isolated / "bad")
+def copy_unscaled(folder: Path, name: str = "mha.py") -> Path:
+    """The model answer without its 1/sqrt(d): a missing-scale."""
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (paths.REFERENCE / "mha.py").read_text()
+    assert " / math.sqrt(d)" in text
+    (folder / name).write_text(text.replace(" / math.sqrt(d)", ""))
+    return folder / name
+
+
+def test_check_a_wrong_file_fails(isolated):
+    f = copy_unscaled(isolated / "bad")
     r = invoke("check", str(f), "--seed", "0")
     assert r.exit_code == 1, r.output
     assert "FAILED" in r.stdout and "attn-drill hint mha" in r.stdout
     (h,) = history.checks("mha")
-    assert h["passed"] is False and h["seed"] == 0 and h["slugs"]
+    assert h["passed"] is False and h["seed"] == 0 and h["slugs"] == ["missing-scale"]
+
+
+def test_the_skeleton_is_not_started_not_an_error(isolated):
+    f = copy_skeleton(isolated / "bad")
+    r = invoke("check", str(f), "--seed", "0")
+    assert r.exit_code == 1, r.output
+    assert "NOT STARTED  mha  fill in the TODOs" in r.stdout and "exception" not in r.stdout
+    assert "Fill in the TODOs of bad/mha.py, then check it again." in r.stdout
+    assert history.checks("mha") == []  # not a check of anything: no attempt, no mistake
+    d = json.loads(invoke("check", str(f), "--json").stdout)
+    assert d["not_started"] is True and d["passed"] is False and d["findings"] == []
+    assert "not started: fill in the TODOs (your line 35 still raises NotImplementedError)" in [
+        s["detail"] for s in d["stages"]]
 
 
 def test_check_json(isolated):
-    f = copy_skeleton(isolated / "bad")
+    f = copy_unscaled(isolated / "bad")
     r = invoke("check", str(f), "--json", "--seed", "3")
     assert r.exit_code == 1
     d = json.loads(r.stdout)
@@ -382,8 +404,9 @@ def test_check_exercise_option_overrides_the_name(isolated):
 
 def test_check_without_path_checks_the_started_file_and_times_a_pass(isolated):
     invoke("start", "mha")
+    copy_unscaled(isolated / "attn-practice")
     r = invoke("check", "--seed", "0")
-    assert r.exit_code == 1  # the skeleton
+    assert r.exit_code == 1
     copy_reference(isolated / "attn-practice")
     r = invoke("check", "--seed", "0")
     assert r.exit_code == 0, r.output

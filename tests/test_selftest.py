@@ -1,4 +1,4 @@
-"""One catalogue, one self-test: each skeleton fails with a clear finding, each reference passes clean."""
+"""One catalogue, one self-test: each skeleton is reported not started, each reference passes clean."""
 
 from attn_drill import catalogue
 from attn_drill.selftest import selftest

@@ -98,8 +98,10 @@ def test_nothing_recorded_yet():
 
 def test_check_feeds_the_history(isolated):
     assert invoke("start", "sdpa").exit_code == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    practice.write_text(SDPA.reference.read_text().replace("masked_fill(~mask, ", "masked_fill(mask, "))
     r = invoke("check", "--seed", "1")
-    assert r.exit_code == 1, r.output  # the skeleton
+    assert r.exit_code == 1, r.output  # mask-inverted
     shutil.copyfile(SDPA.reference, isolated / "attn-practice" / "sdpa.py")
     r = invoke("check", "--seed", "2")
     assert r.exit_code == 0, r.output

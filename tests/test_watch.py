@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import attn_drill_script
 
-from attn_drill import catalogue, history
+from attn_drill import catalogue, history, state
 from attn_drill.process import landlock, runner, warm
 from attn_drill.watch import Checker, Watcher, signature
 
@@ -232,7 +232,7 @@ def test_watch_in_a_terminal_rechecks_on_save_and_stops_on_ctrl_c(isolated, run_
     child = pexpect.spawn(attn_drill_script(), ["watch"], cwd=str(isolated), env=dict(os.environ),
                           encoding="utf-8", timeout=120, dimensions=(50, 120))
     try:
-        child.expect("FAILED")  # the skeleton, checked as it stands
+        child.expect("NOT STARTED")  # the skeleton, checked as it stands
         child.expect("save to check again")
         (isolated / "attn-practice" / "mha.py").write_text("another exercise's file: not watched")
         with pytest.raises(pexpect.TIMEOUT):
@@ -240,6 +240,7 @@ def test_watch_in_a_terminal_rechecks_on_save_and_stops_on_ctrl_c(isolated, run_
         replace(practice, SDPA.reference.read_text())
         child.expect("PASSED", timeout=30)
         child.expect("Solved in")
+        child.expect(f"1 of {len(catalogue.exercises())} passed. Next: softmax")  # the line that moves you on
         child.sendintr()
         child.expect("Stopped watching")
         child.expect(pexpect.EOF, timeout=30)
@@ -247,6 +248,6 @@ def test_watch_in_a_terminal_rechecks_on_save_and_stops_on_ctrl_c(isolated, run_
         child.close()
     assert child.exitstatus == 0
     rows = history.checks("sdpa")
-    assert [(r["passed"], r["source"]) for r in rows] == [(False, "watch"), (True, "watch")]
-    assert rows[1]["solve_seconds"] is not None and rows[0]["attempt"] == rows[1]["attempt"]
+    assert [(r["passed"], r["source"]) for r in rows] == [(True, "watch")]  # the skeleton: not started, not kept
+    assert rows[0]["solve_seconds"] is not None and rows[0]["attempt"] == state.load().started_at("sdpa")
     assert practice.read_text() == SDPA.reference.read_text()  # watching never writes the file

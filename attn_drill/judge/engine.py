@@ -14,7 +14,7 @@ from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import load_references
 from attn_drill.process import tamper
 from attn_drill.process.tamper import snapshot
-from attn_drill.report import FAIL, PASS, SKIP, STAGES, WARN, Report, Stage
+from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, STAGES, WARN, Report, Stage
 
 
 class Stop(Exception):
@@ -95,6 +95,21 @@ class Check:
             self.fail(findings.make("forbidden-builtin", f"{name} ran{where_} ({outcome.case.label})",
                                     line=line, score=2.0, name=name))
 
+    def todo_left(self, error: BaseException) -> None:
+        """Stop as not started (no finding) when `error` is the file's own `raise NotImplementedError`: the
+        skeleton's TODO bodies raise it, and a mistake of the user's would not. Raised by torch or a library, or
+        by a `raise` that is not the innermost frame, it stays an `exception` finding."""
+        import traceback
+
+        if not isinstance(error, NotImplementedError):
+            return
+        frames = traceback.extract_tb(error.__traceback__)
+        last = frames[-1] if frames else None
+        if last is None or Path(last.filename).resolve() != Path(self.path).resolve():
+            return
+        if (last.line or "").strip().startswith("raise NotImplementedError"):
+            raise Stop(f"{NOT_STARTED} (your line {last.lineno} still raises NotImplementedError)")
+
     # --- stages ------------------------------------------------------------------------------
 
     def load(self):
@@ -141,6 +156,8 @@ class Check:
                 _, bad = self.spec.build(target, case, torch.float64)
             except BaseException as e:  # noqa: BLE001
                 forged = self.tampered("constructing your module replaced", label="while constructing it")
+                if not forged:
+                    self.todo_left(e)
                 self.fail(forged or load.exception_finding(e, self.path,
                                                            f"while constructing {self.spec.constructor(case)}"))
             forged = self.tampered("constructing your module replaced", label="while constructing it")
@@ -159,6 +176,7 @@ class Check:
         returned = [o for o in self.outcomes if o.error is None]
         if not returned:
             o = self.outcomes[0]
+            self.todo_left(o.error)
             self.fail(load.exception_finding(o.error, self.path, f"on every case, e.g. {o.case.label}"))
         for o in returned:
             bad = probes.return_type(self.spec, o)

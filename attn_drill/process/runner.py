@@ -121,7 +121,7 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
     spec = {"seed": seed, "fault_fd": faults.fileno(), "scratch": scratch, "key": key, "parent": os.getpid(),
             "jobs": [{"path": str(path), "exercise": job.exercise, **({"task": job.task} if job.task else {})}]}
     ooms = _oom_kills()
-    proc = None
+    proc, began = None, time.monotonic()
     try:
         with _live_lock:  # a child started now in another lane is not an orphan of this check
             proc = spawn(spec, (write_fd, faults.fileno()), log)
@@ -132,6 +132,9 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
         report = _watch(proc, _Lines(read_fd, signer(key)), job, seed, timeout, log, faults, ooms)
         if isinstance(report, Report):
             report.file = str(job.path)
+            # what the user waited, start and torch's import included: the worker's own clock starts when its
+            # stages do, so a skeleton that fails at once read "0.00 s" after two seconds
+            report.seconds = time.monotonic() - began
         return report
     finally:
         if write_fd is not None:
