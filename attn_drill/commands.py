@@ -338,6 +338,7 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
     import json
 
     from attn_drill import render
+    from attn_drill.commands_attempts import keep_attempt, repro_hint
 
     out, results = render.console(), []
     for (path, ex), rep in _with_spinner(out, jobs, reports, enabled=not as_json):
@@ -346,11 +347,13 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
             d = rep.to_dict()
             print(json.dumps(d, indent=2) if len(jobs) == 1 else json.dumps(d), flush=True)
             _record(ex, path, rep, "check")
+            keep_attempt(ex, path, rep)
             continue
         if len(results) > 1:
             out.rule()
         render.report(out, rep, ex)
         took, best = _record(ex, path, rep, "check")
+        repro_hint(out, ex, rep, keep_attempt(ex, path, rep))
         if rep.passed and took is not None:
             render.solved(out, ex, took, best)
         elif not rep.passed:
@@ -418,8 +421,9 @@ def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
         render.say(out, f"{total - shown} more: run ", (f"attn-drill hint {ex.id}", "bold cyan"), " again.")
 
 
-def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
-    from attn_drill import history, render, state
+def cmd_solution(exercise_id: Optional[str], yes: bool, diff: bool = False) -> None:
+    from attn_drill import history, state
+    from attn_drill.commands_attempts import show_solution
 
     st = state.load()
     ex = _exercise(exercise_id) if exercise_id else _current(st, "solution")
@@ -429,9 +433,7 @@ def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
             f"You have not passed {ex.id} yet. Show the model answer anyway?",
             f"you have not passed {ex.id} yet, and seeing the answer spoils the drill. "
             f"attn-drill hint {ex.id} gives a nudge; attn-drill solution {ex.id} --yes shows it anyway.")
-    out = render.console()
-    render.say(out, (ex.id, "bold cyan"), f"  {ex.title}: a model answer")
-    out.print(render.solution(ex))
+    show_solution(ex, diff)
 
 
 def cmd_reset(exercise_id: str, yes: bool) -> None:

@@ -13,6 +13,7 @@ from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _exerc
 
 def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
     from attn_drill import render, render_mock, state, watch
+    from attn_drill.commands_attempts import keep_attempt
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     [(path, ex)] = _jobs([], exercise_id, state.load())
@@ -21,9 +22,11 @@ def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional
     try:
         with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
             for _ in watch.Watcher(path).changes(on_missing=lambda: render_mock.watch_missing(out, nice)):
+                data = _read_bytes(path)  # the version checked, kept with its verdict
                 rep = checker.check(path)
                 render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
                 took, best = _record(ex, path, rep, "watch")
+                keep_attempt(ex, path, rep, data)
                 render_mock.watch_footer(out, rep, ex, nice, took=took, best=best)
     except KeyboardInterrupt:
         render_mock.watch_stopped(out)
@@ -100,6 +103,13 @@ def _abandon_mock(out, session) -> int:
     mock.drop()
     render.say(out, f"Dropped the mock of {session.exercise}; its file stays at ", (_nice(Path(session.file)), "bold"))
     return 0
+
+
+def _read_bytes(path: Path) -> Optional[bytes]:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _stdin_fd() -> Optional[int]:

@@ -178,13 +178,15 @@ class Check:
         for c, ref in zip(self.cases, self.refs):
             self.keep_reference(ref or (), c)
         first_bad = None
-        for o, ref in zip(self.outcomes, self.refs):
+        for i, (o, ref) in enumerate(zip(self.outcomes, self.refs)):
             if o.error is not None:
                 first_bad = first_bad or f"{o.case.label}: raised {load.describe(o.error)}"
+                self.report.case = i if self.report.case is None else self.report.case
                 continue
             for name, got, want in zip(self.spec.outputs, o.outputs, ref):
                 d = diff(got, want, TOL[torch.float64])
                 if not d.ok and first_bad is None:
+                    self.report.case = i  # what attn-drill repro replays
                     first_bad = (f"{o.case.label}: {name} differs first at ({where(d.index, self.spec.axes[name])}): "
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
                                  f"relative to the largest value {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
