@@ -174,8 +174,10 @@ def get_app():
         timeout: Annotated[Optional[float], typer.Option(
             metavar="SECONDS", show_default=False,
             help=f"Time allowed per file (default {DEFAULT_TIMEOUT_HELP:g} s, {TIMEOUT_HELP}).")] = None,
+        verbose: Annotated[bool, typer.Option(
+            "--verbose", "-v", help="Every stage on a line of its own, with what it checked.")] = False,
     ) -> None:
-        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout))
+        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout, verbose))
 
     @cmd("hint", "Hints build up: each call shows one more, remembered per exercise.")
     def hint(exercise_id: OptId = None,

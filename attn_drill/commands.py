@@ -314,7 +314,7 @@ def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
-              timeout: Optional[float]) -> int:
+              timeout: Optional[float], verbose: bool = False) -> int:
     """Check the files; the exit status: 0 if all passed, 1 if not."""
     from attn_drill import state
 
@@ -325,7 +325,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     reports = checker.run_checks([checker.Job(p, ex.id) for p, ex in jobs], seed=seed,
                                  timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)
     try:
-        results = _show_reports(jobs, reports, as_json)
+        results = _show_reports(jobs, reports, as_json, verbose)
     except KeyboardInterrupt:
         _say(("interrupted", "bold red"), err=True)
         return 130
@@ -334,7 +334,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     return 0 if results and all(results) else 1
 
 
-def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
+def _show_reports(jobs: list, reports, as_json: bool, verbose: bool = False) -> List[bool]:
     import json
 
     from attn_drill import render
@@ -351,7 +351,7 @@ def _show_reports(jobs: list, reports, as_json: bool) -> List[bool]:
             continue
         if len(results) > 1:
             out.rule()
-        render.report(out, rep, ex)
+        render.report(out, rep, ex, verbose)
         took, best = _record(ex, path, rep, "check")
         repro_hint(out, ex, rep, keep_attempt(ex, path, rep))
         if rep.passed and took is not None:

@@ -154,14 +154,13 @@ def cmd_repro(exercise_id: Optional[str]) -> None:
     if failure.case is None:
         _fail(f"your last failing check of {ex.id} stopped at the {failure.stage} stage ({failure.slug}), "
               "before your numbers were compared: there is no case to replay.",
-              "repro replays a failing values stage; the report of attn-drill check says what to fix first.")
+              "repro replays a case that gave wrong numbers or shapes or raised; attn-drill check says what to fix first.")
     try:
         target, command = repro.write(ex.id, failure, _nice)
     except OSError as e:
         _fail(f"could not write the script: {e.strerror or e}.")
     out = render.console()
     render.say(out, "Wrote ", (_nice(target), "bold"))
-    render.say(out, f"case {failure.case + 1} of your check with seed {failure.seed}:")
-    render.say(out, f"  {repro.label_of(failure.detail)}")
-    render.say(out, "It runs your file and the model answer on it (the model answer's numbers, never its code).")
+    render.say(out, f"case {failure.case + 1} of your check with seed {failure.seed}, where {failure.stage} failed.")
+    render.say(out, "It runs your file and the model answer (numbers only, never its code).")
     render.say(out, "Run it: ", (command, "bold cyan"))

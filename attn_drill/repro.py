@@ -39,7 +39,7 @@ except ImportError:  # a python without attn-drill: use the one attn-drill was r
 
 EXERCISE = {exercise!r}
 SEED = {seed}  # the check's seed: every input and weight comes from it
-CASE = {case}  # case {case_1} of the check: {label}
+CASE = {case}  # case {case_1} of the check, where its {stage} stage failed
 YOUR_FILE = Path({file!r})
 
 case = replay.build_case(EXERCISE, SEED, CASE)  # case.inputs, case.dims (and case.params for a module)
@@ -51,14 +51,6 @@ expected = replay.run_model_answer(EXERCISE, case)  # the model answer's, on the
 if __name__ == "__main__":
     sys.exit(replay.compare(EXERCISE, yours, expected))
 '''
-
-
-def label_of(detail: str) -> str:
-    """The case's label at the front of a values stage's detail ("LABEL: out differs first at...")."""
-    for cut in (": raised ", ": "):
-        if cut in detail:
-            return detail.split(cut, 1)[0]
-    return detail
 
 
 def script_path(practice_file: Path, exercise_id: str, seed: int) -> Path:
@@ -85,7 +77,7 @@ def write(exercise_id: str, failure, nice) -> tuple[Path, str]:
     detail = printable(failure.detail).replace('"""', "'''")
     text = TEMPLATE.format(
         exercise=exercise_id, seed=failure.seed, case=failure.case, case_1=failure.case + 1,
-        label=printable(label_of(failure.detail)), file=str(failure.file), package=str(paths.PACKAGE.parent),
+        stage=failure.stage, file=str(failure.file), package=str(paths.PACKAGE.parent),
         command=command,
         detail_wrapped=textwrap.fill(f"The check (seed {failure.seed}) failed at {failure.stage}: {detail}", 96))
     write_atomic(target, text.encode("utf-8"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -40,15 +41,36 @@ def test_a_failing_report_has_everything_in_plain_text():
     text = buf.getvalue()
     assert "\x1b[" not in text  # no colour codes at all
     assert "/somewhere/mha.py" in text and "replay with --seed 1234" in text
-    for mark in ("✓ pass", "✗ fail", "! warn", "- skipped"):
-        assert mark in text
-    assert "2 of 5 cases differ" in text
+    assert re.search(r"stages +✓ load  ✗ values  ! gradients  - device", text)  # one line of marks
+    assert "2 of 5 cases differ" in text and "W_o got no gradient" in text  # the failed and warned stages' details
+    assert "skipped: earlier failure" not in text  # the others' only with -v
     assert text.index("mask-inverted") < text.index("backward-fails")  # errors first
-    assert "The mask is inverted" in text and "your line 23" in text
+    assert text.index("backward-fails") < text.index("stages")  # the named mistakes before the stages
+    assert "The mask is inverted" in text and re.search(r"your line +23", text)
     assert "[expected] [bold]x[/bold]" in text  # evidence printed as written, not as markup
     assert "masked_fill(~mask" in text  # the fix
     assert "True means 'may attend'" in text  # the why
     assert text.rstrip().splitlines()[-1].startswith("FAILED  mha  1 error, 1 warning")
+
+
+def test_verbose_shows_every_stage_on_its_own_line():
+    out, buf = plain()
+    render.report(out, failing_report(), verbose=True)
+    lines = buf.getvalue().splitlines()
+    for mark, name, detail in (("✓ pass", "load", "the file imports"), ("✗ fail", "values", "2 of 5 cases differ"),
+                               ("! warn", "gradients", "W_o got no gradient"),
+                               ("- skipped", "device", "skipped: earlier failure")):
+        assert any(re.match(rf"{mark} +{name} +{detail}", line) for line in lines), (name, lines)
+
+
+def test_at_80_columns_nothing_is_cut_and_words_stay_whole():
+    out, buf = plain(80)
+    render.report(out, failing_report())
+    text = buf.getvalue()
+    assert all(len(line.rstrip()) <= 80 for line in text.splitlines())
+    words = set(re.findall(r"[A-Za-z_']{3,}", text))  # every word of the fix and the why comes whole
+    for value in (failing_report().findings[1].fix, failing_report().findings[1].message):
+        assert set(re.findall(r"[A-Za-z_']{3,}", value)) <= words
 
 
 def test_the_heatmaps_stand_side_by_side():

@@ -159,6 +159,7 @@ class Check:
         returned = [o for o in self.outcomes if o.error is None]
         if not returned:
             o = self.outcomes[0]
+            self.report.case = 0  # attn-drill repro replays it: the traceback shows where
             self.fail(load.exception_finding(o.error, self.path, f"on every case, e.g. {o.case.label}"))
         for o in returned:
             bad = probes.return_type(self.spec, o)
@@ -168,6 +169,7 @@ class Check:
             expected = self.spec.expected_shapes(o.case)
             for name, t in zip(self.spec.outputs, o.outputs):
                 if tuple(t.shape) != expected[name]:
+                    self.report.case = self.cases.index(o.case)
                     self.fail(findings.make(
                         "wrong-output-shape", f"{name} is {tuple(t.shape)}, expected {expected[name]} ({o.case.label})",
                         score=1.5, what=name, expected=str(expected[name])))
