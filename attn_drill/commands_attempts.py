@@ -74,7 +74,7 @@ def _list(ex: "Exercise", index, current: Optional[Path]) -> None:
         verdict = ("passed", "green") if a.passed else ("failed", "red")
         again = f"  (checked {a.checks}x)" if a.checks > 1 else ""
         render.say(out, f"  {a.n:>3}  {_when(a.at)}  ", verdict, f"   {a.slug or '-'}{again}")
-    render.say(out, f"attn-drill attempts {ex.id} N shows one; add --diff to compare it with your file now.")
+    render.say(out, f"attn-drill attempts {ex.id} N prints one; --diff compares it with your file.")
 
 
 def _span(index) -> str:
