@@ -266,7 +266,7 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool) -> None:
     if earlier and earlier != written.path and _is_file(earlier):
         render.say(out, f"(your earlier file for {ex.id} is still at {earlier})")
     out.print()
-    out.print(render.task(ex), soft_wrap=True)
+    out.print(render.task(ex, out.width), soft_wrap=True)
     out.print()
     render.say(out, "Next: edit ", (path, "bold"), f" (target {ex.minutes} min), then run ",
                ("attn-drill check", "bold cyan"))

@@ -219,10 +219,19 @@ def picture(pic: dict):
 
 
 # -- start, hint, solution -------------------------------------------------------------------------
-def task(ex: "Exercise") -> Text:
-    """The task as written in the catalogue, its lines wrapped between words where the terminal is narrower."""
-    return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"),
-                         f"   target: {ex.minutes} min, {ex.difficulty}\n\n", ex.task)
+def task(ex: "Exercise", width: int = 80) -> Text:
+    """The task as written in the catalogue, each line wrapped between words to `width`, its continuation
+    indented under the line's own indent (print it with soft_wrap=True: it is wrapped already)."""
+    import textwrap
+
+    lines = []
+    for line in ex.task.splitlines():
+        lead = line[:len(line) - len(line.lstrip())]
+        lines.append(textwrap.fill(line, width, subsequent_indent=lead + "  ", break_long_words=False,
+                                   break_on_hyphens=False) if line.strip() else line)
+    target = f"target: {ex.minutes} min, {ex.difficulty}"
+    apart = "   " if len(f"{ex.id}  {ex.title}   {target}") <= width else "\n"
+    return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"), f"{apart}{target}\n\n", "\n".join(lines))
 
 
 def hints(ex: "Exercise", shown: int, fresh: int | None) -> Group:

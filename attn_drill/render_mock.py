@@ -118,7 +118,7 @@ class MockScreen:
             "every save is checked"
         say(out, f"{limit}; {mode}.")
         out.print()
-        out.print(render.task(ex))
+        out.print(render.task(ex, out.width), soft_wrap=True)
         out.print()
 
     def coding(self, session, ex: "Exercise") -> None:
