@@ -301,7 +301,7 @@ def _explain_table(e: dict) -> Table:
     """Which kinds of question about your own code you miss (explain rounds and mocks' follow-ups)."""
     title = f"Explaining your own code ({e['rounds']} round{'s' if e['rounds'] != 1 else ''}, {e['right']} of " \
             f"{e['total']} right): what you miss"
-    table = Table(title=title, title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    table = Table(title=title, title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for name, justify in (("kind", "left"), ("asked", "right"), ("missed", "right"), ("", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
     for k in e["kinds"]:
@@ -316,7 +316,7 @@ KIND_WORDS = {"shape": "the shape a line makes", "breaks": "what breaks if a lin
 
 
 def _exercise_table(rows: list[dict]) -> Table:
-    table = Table(title="Practice by exercise", title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    table = Table(title="Practice by exercise", title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for name in ("exercise", "attempts", "passed", "checks", "best", "median", "target"):
         table.add_column(name, justify="left" if name == "exercise" else "right", no_wrap=True)
     for r in rows:
@@ -329,7 +329,7 @@ def _exercise_table(rows: list[dict]) -> Table:
 
 
 def _mistakes(rows: list[dict]) -> Table:
-    table = Table(title="Most frequent mistakes", title_justify="left", box=None, padding=(0, 2), show_header=False)
+    table = Table(title="Most frequent mistakes", title_justify="left", box=None, padding=(0, 1), pad_edge=False, show_header=False)
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")
     for r in rows:
@@ -341,7 +341,7 @@ def _mistakes(rows: list[dict]) -> Table:
 
 def _mock_table(recent: list[dict], count: int) -> Table:
     title = f"Recent mocks (last {len(recent)} of {count})" if count > len(recent) else "Mocks"
-    table = Table(title=title, title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    table = Table(title=title, title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for name, justify in (("date", "left"), ("exercise", "left"), ("score", "right"), ("result", "left"),
                           ("time", "right"), ("questions", "right")):
         table.add_column(name, justify=justify, no_wrap=True)
