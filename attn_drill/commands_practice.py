@@ -36,12 +36,14 @@ def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional
 def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool, seed: Optional[int],
              answers: Optional[str], abandon: bool) -> int:
     from attn_drill import explain, mock, render, render_mock
+    from attn_drill.mock_answers import BadAnswers
 
     seed, minutes = valid_seed(seed), valid_number("--minutes", minutes, MINUTES_RANGE, "minutes")
     try:
         scripted = explain.parse_answers(answers)  # choice numbers, and shapes for the questions on your own file
     except ValueError as e:
         _fail(f"--answers: {e}.", 'give the answers in order, e.g. --answers 1,3,2 or --answers "B H Tq Tk,2,1"')
+    _answers_up_front(scripted, abandon)
     forced = _exercise(exercise_id) if exercise_id else None
     out = render.console()
     try:
@@ -59,9 +61,36 @@ def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool,
                 session = _begin_mock(ui, forced, minutes, strict, seed)
             with mock.Keys(_stdin_fd()) as keys:
                 return mock.run(session, ui, keys, answers=scripted)
+    except BadAnswers as e:
+        _fail(f"--answers: {e}. Nothing was scored.",
+              "The mock waits at its questions: attn-drill mock --answers A,B,... answers them.")
     except mock.MockBusy as e:
         _fail(f"another mock is running (process {e.pid}): one at a time.",
               "Finish it in its terminal, or press Ctrl-C there to leave it for later.")
+
+
+def _answers_up_front(scripted: Optional[list], abandon: bool) -> None:
+    """Before the clock starts: no terminal and no --answers is a usage error (the keys and the questions
+    need one); answers in a count or range no mock asks are one too."""
+    from attn_drill.mock_answers import BadAnswers, up_front
+
+    if abandon:
+        return
+    if scripted is None and not _has_terminal():
+        _fail("mock needs a terminal for its keys and questions, and there is none.",
+              "run it in a terminal, or answer by script: attn-drill mock --answers 1,3,2")
+    try:
+        if scripted is not None:
+            up_front(scripted)
+    except BadAnswers as e:
+        _fail(f"--answers: {e}.", "Nothing was started. Choices are numbers; shapes are symbols (B H Tq Tk).")
+
+
+def _has_terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _begin_mock(ui, forced: Optional["Exercise"], minutes: Optional[float], strict: bool, seed: Optional[int]):

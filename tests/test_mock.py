@@ -304,7 +304,7 @@ def test_a_scripted_mock_that_passes(isolated, fake_clock, run_script):
 
 
 def test_a_scripted_mock_that_times_out(isolated, fake_clock):
-    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--minutes", "2", "--answers", "1"],
+    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--minutes", "2", "--answers", "1,4,2"],
                             cwd=isolated, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     target = mock_file(isolated)
@@ -322,7 +322,7 @@ def test_a_scripted_mock_that_times_out(isolated, fake_clock):
     assert card["ended_by"] == "time" and not card["passed"] and card["seconds_used"] == 120.0
     assert card["checks"] == 1 and card["final_slugs"] == ["missing-scale"]  # checked on save, not again
     assert card["mistakes"] == [{"slug": "missing-scale", "count": 1}]
-    assert card["questions"]["answers"] == [1, None, None]  # the other two unanswered
+    assert card["questions"]["answers"] == [1, 4, 2]
     assert card["points"]["pass"] == 0 and card["points"]["time"] == 0
 
 
@@ -347,6 +347,37 @@ def test_a_mock_left_during_the_questions_resumes_at_the_next_question(isolated,
     card = card_of_the_one_mock()
     assert card["questions"]["answers"] == [qs[0].answer, 3, 2]
     assert card["seconds_used"] == 42.0 and card["checks"] == 0
+
+
+def test_without_a_terminal_or_with_answers_no_mock_asks_it_stops_at_once(isolated, run_script):
+    for args, said in ((["--answers", "5,1,1"], "answer 1 is 5, but every question has choices 1 to 4"),
+                       (["--answers", "1"], "1 answer given; a mock asks 3, or 4-5 after a pass"),
+                       (["--answers", "1,2,3,4,1,2"], "6 answers given"),
+                       ([], "mock needs a terminal")):
+        r = run_script("mock", "-e", "sdpa", *args, timeout=60)  # stdin: not a terminal
+        assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+        assert len(r.stderr.splitlines()) == 2 and max(map(len, r.stderr.splitlines())) <= 80
+    assert mock.load() is None and not mock_file(isolated).exists() and history.mocks() == []
+
+
+def test_answers_that_do_not_fit_the_questions_score_nothing_and_the_mock_waits(isolated, fake_clock, run_script):
+    s, _ = mock.begin(SDPA, minutes=None, strict=False, seed=0, reason="")
+    qs = questions.pick(SDPA.concepts, 3, rng=random.Random(0))
+    s.phase, s.ended_by, s.ended_at, s.question_ids = "questions", "quit", T0 + 42, [q.id for q in qs]
+    mock.save(s)
+    r = run_script("mock", "--answers", "1,2,3,4")  # a count some mock asks, but not this one
+    assert r.returncode == 2 and "4 answers given; this mock asks 3 questions (1-4, 1-4, 1-4)" in r.stderr
+    assert "Nothing was scored" in r.stderr and history.mocks() == [] and mock.load().answers == []
+    r = run_script("mock", "--answers", "B H Tq Tk,2,3")  # a shape where a choice is asked
+    assert r.returncode == 2 and "answer 1 is 'B H Tq Tk', but question 1 takes a choice 1-4" in r.stderr
+    r = run_script("mock", "--answers", "1,2,3")
+    assert r.returncode == 1 and card_of_the_one_mock()["questions"]["answers"] == [1, 2, 3]
+
+
+def test_no_question_has_more_choices_than_answers_allow():
+    from attn_drill.mock_answers import MAX_CHOICES
+
+    assert max(len(q.choices) for q in questions.bank().values()) <= MAX_CHOICES
 
 
 # -- in a real terminal ------------------------------------------------------------------------------------
