@@ -13,21 +13,28 @@ from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _exerc
 
 def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
     from attn_drill import render, render_mock, state, watch
-    from attn_drill.commands_attempts import keep_attempt
+    from attn_drill.commands_attempts import keep_attempt, repro_hint
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     [(path, ex)] = _jobs([], exercise_id, state.load())
     out, nice = render.console(), _nice(path)
     render_mock.watch_intro(out, ex, nice)
+    kept = {}  # the bytes of the version being checked, kept with its verdict
+
+    def checking(again: bool) -> None:
+        kept["data"] = _read_bytes(path)
+        render_mock.watch_checking(out, nice, again)
+
+    def checked(rep) -> None:
+        render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
+        took, best = _record(ex, path, rep, "watch")
+        repro_hint(out, ex, rep, keep_attempt(ex, path, rep, kept.get("data")))
+        render_mock.watch_footer(out, rep, ex, nice, took=took, best=best)
+
     try:
         with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
-            for _ in watch.Watcher(path).changes(on_missing=lambda: render_mock.watch_missing(out, nice)):
-                data = _read_bytes(path)  # the version checked, kept with its verdict
-                rep = checker.check(path)
-                render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
-                took, best = _record(ex, path, rep, "watch")
-                keep_attempt(ex, path, rep, data)
-                render_mock.watch_footer(out, rep, ex, nice, took=took, best=best)
+            watch.watch(path, checker, checking=checking, checked=checked,
+                        missing=lambda: render_mock.watch_missing(out, nice))
     except KeyboardInterrupt:
         render_mock.watch_stopped(out)
     return 0

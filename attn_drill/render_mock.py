@@ -69,6 +69,13 @@ def watch_footer(out: Console, rep: "Report", ex: "Exercise", path: str, *, took
     out.file.flush()
 
 
+def watch_checking(out: Console, path: str, again: bool) -> None:
+    """A check has started (again: a newer save cancelled the one running)."""
+    what = "saved again: the running check is stopped; checking…" if again else f"checking {path}…"
+    say(out, (f"{time.strftime('%H:%M:%S')}  {what}", "yellow"))
+    out.file.flush()
+
+
 def watch_missing(out: Console, path: str) -> None:
     say(out, (f"{path} is gone; waiting for it to come back (Ctrl-C stops).", "yellow"))
 
