@@ -10,6 +10,7 @@ NO_COLOR or a pipe the marks, words and shade characters carry the same informat
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -46,7 +47,7 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose:
     for i, f in enumerate(rep.findings):
         if i:
             console.print()
-        console.print(finding(f, _source_line(rep.file, f.line)))
+        console.print(finding(f, _source_line(rep.file, f.line), width=console.width))
         if f.picture:
             pic = picture(f.picture)
             if pic is not None:
@@ -57,8 +58,8 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose:
     if rep.findings or rep.output:
         console.print()
     if verbose:
-        console.print(_stages_table(rep))
-    console.print(_footer(rep, _labelled() if verbose else _stages(rep)))
+        console.print(_stages_table(rep, console.width))
+    console.print(_footer(rep, _labelled() if verbose else _stages(rep, console.width)))
     console.print(verdict(rep))
 
 
@@ -88,7 +89,7 @@ def _mark(status: str) -> tuple[str, str, str]:
     return MARKS.get(status, ("?", status, ""))
 
 
-def _stages(rep: Report) -> Table:
+def _stages(rep: Report, width: int = 80) -> Table:
     """One line of marks (fits 80 columns: ✓ load  ✓ api ... - device), then the detail of each stage that
     failed or warned, under its name."""
     line = Text()
@@ -99,13 +100,14 @@ def _stages(rep: Report) -> Table:
     line.rstrip()
     grid = _labelled()
     grid.add_row("stages", line)
-    for s in rep.stages:
-        if s.status in (FAIL, WARN) and s.detail:
-            grid.add_row(text(s.name, one_line=True), text(s.detail))
+    shown = [s for s in rep.stages if s.status in (FAIL, WARN) and s.detail]
+    label = max([len("sandbox")] + [len(s.name) for s in shown])  # the footer's labels share the column
+    for s in shown:
+        grid.add_row(text(s.name, one_line=True), text(phrases(s.detail, width - label - 2)))
     return grid
 
 
-def _stages_table(rep: Report) -> Table:
+def _stages_table(rep: Report, width: int = 80) -> Table:
     """Every stage on its own row: its mark and word, its name, its detail (check -v)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
@@ -114,8 +116,28 @@ def _stages_table(rep: Report) -> Table:
     for s in rep.stages:
         mark, word, style = _mark(s.status)
         grid.add_row(text(f"{mark} {word}", style, one_line=True), text(s.name, "bold", one_line=True),
-                     text(s.detail, "dim" if s.status == SKIP else ""))
+                     text(phrases(s.detail, width - 22), "dim" if s.status == SKIP else ""))
     return grid
+
+
+NBSP = "\u00a0"
+# A phrase that must stay on one line: a tuple or bracketed group, "(2, 1, 5, 6)", "(batch 0, head 1, ...)";
+# a run of sizes, "B=2 H=3 Tq=5"; an exception's type with its first word.
+_PHRASE = re.compile(r"\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+")
+
+
+def phrases(value: str, width: int) -> str:
+    """`value` wrapped between words to `width`, never inside a phrase (_PHRASE): rich would wrap at any
+    space. Its own line breaks and their indents are kept."""
+    import textwrap
+
+    glued = _PHRASE.sub(lambda m: m.group().replace(" ", NBSP), str(value))
+    lines = []
+    for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead,
+                                   break_long_words=False, break_on_hyphens=False) or line)
+    return "\n".join(lines).replace(NBSP, " ")
 
 
 def _source_line(file: str, line: int | None) -> str:
@@ -132,7 +154,7 @@ def _source_line(file: str, line: int | None) -> str:
     return ""
 
 
-def finding(f: Finding, source: str = "") -> Group:
+def finding(f: Finding, source: str = "", width: int = 80) -> Group:
     """slug and title on the first line, then your line, the evidence, the fix and why."""
     error = f.level == "error"
     head = Text.assemble(
@@ -145,7 +167,7 @@ def finding(f: Finding, source: str = "") -> Group:
                                                 text(f"  {source}" if source else "", one_line=True)))
     for label, value in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)):
         if value:
-            grid.add_row(label, text(value, "green" if label == "fix" else ""))
+            grid.add_row(label, text(phrases(value, width - 13), "green" if label == "fix" else ""))
     return Group(head, _indent(grid, 2))
 
 

@@ -175,3 +175,20 @@ def test_a_sandbox_wall_that_is_missing_is_said_once_and_none_when_all_are_up():
     render.report(out, rep)
     lines = [line for line in buf.getvalue().splitlines() if "sandbox" in line]
     assert len(lines) == 1 and "not fully confined: Landlock ABI 3" in lines[0]
+
+
+def test_details_wrap_between_phrases_never_inside_a_shape_or_a_run_of_sizes():
+    label = "B=2 H=3 Tq=5 Tk=6 d=7 (D=21), mask (2, 1, 5, 6)"
+    detail = f"q (2, 3, 5, 7), k (2, 3, 6, 7), v (2, 3, 6, 4), {label}: out differs first at (batch 0, head 0, " \
+             "query 0, feature 0): yours -0.1236, expected 0.1174; max abs error 2.43 (tolerance 1e-05 + 0.0001*|e|)"
+    rep = Report("mha", "/x/mha.py", 3, stages=[Stage("load", PASS), Stage("values", FAIL, detail)])
+    rep.findings = [findings.make("values-mismatch", detail + "; " + detail)]
+    for width in (60, 80, 100):
+        out, buf = plain(width)
+        render.report(out, rep)
+        lines = buf.getvalue().splitlines()
+        assert max(len(line.rstrip()) for line in lines) <= width
+        for phrase in ("(2, 3, 5, 7)", "(2, 1, 5, 6)", "B=2 H=3 Tq=5 Tk=6 d=7", "(batch 0, head 0, query 0, feature 0)",
+                       "(tolerance 1e-05 + 0.0001*|e|)"):
+            flat = " ".join(buf.getvalue().split())  # every occurrence sits whole on one line
+            assert sum(line.count(phrase) for line in lines) == flat.count(phrase) > 0, (width, phrase)
