@@ -139,8 +139,9 @@ def test_repro_writes_a_script_that_shows_the_checks_mismatch(failed_sdpa):
     assert run.returncode == 1, run.stderr
     # the check's first mismatch, "yours A, expected B" (4 digits), is the script's (6 digits): the same case
     check = re.search(r"(\w+) differs first at \(([^)]*)\): yours (\S+), expected (\S+?);", " ".join(output.split()))
-    script_says = re.search(rf"{check[1]}: first differs at \({re.escape(check[2])}\): yours (\S+), expected (\S+)",
+    script_says = re.search(rf"{check[1]}: first differs at \({re.escape(check[2])}\):\n  yours (\S+), expected (\S+)\n",
                             run.stdout)
+    assert max(map(len, run.stdout.splitlines())) <= 80
     assert script_says, (check.groups(), run.stdout)
     assert float(script_says[1]) == pytest.approx(float(check[3]), rel=1e-3)
     assert float(script_says[2]) == pytest.approx(float(check[4]), rel=1e-3)

@@ -100,8 +100,8 @@ def compare(exercise: str, yours: tuple, expected: tuple) -> int:
             print(f"{name}: matches (max abs error {d.max_abs:.3g})")
             continue
         status = 1
-        print(f"{name}: first differs at ({where(d.index, spec.axes[name])}): yours {d.got:.6g}, "
-              f"expected {d.want:.6g}")
+        print(f"{name}: first differs at ({where(d.index, spec.axes[name])}):")
+        print(f"  yours {d.got:.6g}, expected {d.want:.6g}")
         print(f"  max abs error {d.max_abs:.3g}; tolerance {tol.atol:g} + {tol.rtol:g}*|expected|")
         _row(got, want, d.index)
     print("the same" if status == 0 else "yours differs from the expected (see above)")
