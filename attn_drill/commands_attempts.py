@@ -1,9 +1,7 @@
 """The work of `attempts` (your past versions), `repro` (the failing case as a script) and the plain and
 diff forms of `solution`. No torch: repro writes a script that imports it when you run it."""
 
-import difflib
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -83,7 +81,9 @@ def _span(index) -> str:
 
 
 def _when(at: float) -> str:
-    return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M")
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
 
 
 def _read(path: Optional[Path], ex: "Exercise") -> str:
@@ -106,6 +106,8 @@ def _plain(text: str) -> None:
 
 def _diff(old: str, new: str, old_name: str, new_name: str) -> None:
     """A unified diff, coloured on a terminal (- red, + green), plain otherwise; "no difference" when equal."""
+    import difflib
+
     from attn_drill import render
 
     lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),

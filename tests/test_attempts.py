@@ -169,3 +169,10 @@ def test_solution_piped_is_plain_python_and_diffs_against_your_file(isolated):
     assert "+class MultiHeadAttention" in d.output or "+        " in d.output
     refused = invoke("solution", "mha", "--diff")  # not passed, no terminal: it still refuses
     assert refused.exit_code == 2
+
+
+def test_attempts_and_repro_never_import_torch(failed_sdpa):
+    from test_cli import loaded_by
+
+    assert loaded_by("attempts", heavy=("torch",)) == set()
+    assert loaded_by("repro", heavy=("torch",)) == set()
