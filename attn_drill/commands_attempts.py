@@ -16,7 +16,8 @@ def keep_attempt(ex: "Exercise", path: Path, rep, data: Optional[bytes] = None) 
     verdict. Other files (a batch of someone else's, a mock's file) are not your attempts. True if kept."""
     from attn_drill import attempts, state
 
-    if state.load().file(ex.id) != Path(path).resolve():
+    practice = state.load().file(ex.id)
+    if practice is None or practice.resolve() != Path(path).resolve():
         return False
     return attempts.keep(ex.id, Path(path), rep, data) is not None
 

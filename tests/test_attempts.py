@@ -176,3 +176,15 @@ def test_attempts_and_repro_never_import_torch(failed_sdpa):
 
     assert loaded_by("attempts", heavy=("torch",)) == set()
     assert loaded_by("repro", heavy=("torch",)) == set()
+
+
+def test_the_script_compiles_whatever_the_detail_holds(isolated):
+    from attn_drill import repro
+
+    nasty = 'x """ y \\ \\N{oops} \x1b[2J "\'\' raised ValueError: \\' + "z" * 300
+    failure = attempts.Failure("h", 5, "exception", "values", nasty, 0, 1.0, str(isolated / "attn-practice" / "mha.py"))
+    path, command = repro.write("mha", failure, str)
+    assert path == isolated / "attn-practice" / "repro" / "mha_5.py" and command.endswith(str(path))
+    text = path.read_text()
+    compile(text, str(path), "exec")
+    assert "\x1b" not in text  # shown escaped, never raw
