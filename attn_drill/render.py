@@ -121,9 +121,9 @@ def _stages_table(rep: Report, width: int = 80) -> Table:
 
 
 NBSP = "\u00a0"
-# A phrase that must stay on one line: a tuple or bracketed group, "(2, 1, 5, 6)", "(batch 0, head 1, ...)";
-# a run of sizes, "B=2 H=3 Tq=5"; an exception's type with its first word.
-_PHRASE = re.compile(r"\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+")
+# A phrase that must stay on one line: a tuple with its short name, "mask (2, 1, 5, 6)", a bracketed place,
+# "(batch 0, head 1, ...)"; a run of sizes, "B=2 H=3 Tq=5".
+_PHRASE = re.compile(r"(?:\b\w{1,5} )?\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+")
 
 
 def phrases(value: str, width: int) -> str:

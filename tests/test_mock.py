@@ -240,7 +240,7 @@ def test_two_corrupt_session_files_in_one_second_are_both_kept(home):
 
 def test_one_mock_at_a_time(run_script):
     with mock.lock():
-        r = run_script("mock", "--exercise", "sdpa")
+        r = run_script("mock", "--exercise", "sdpa", "--answers", "1,2,3")
         assert r.returncode == 2
         assert f"another mock is running (process {os.getpid()})" in r.stderr
         with pytest.raises(mock.MockBusy):  # also within one process: a second lock is refused
