@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -304,18 +304,18 @@ def stats(out: Console, data: dict) -> None:
         out.print(_explain_table(explained))
 
 
-def _explain_table(e: dict) -> Table:
+def _explain_table(e: dict) -> Group:
     """Which kinds of question about your own code you miss (explain rounds and mocks' follow-ups)."""
     title = f"Explaining your own code ({e['rounds']} round{'s' if e['rounds'] != 1 else ''}, {e['right']} of " \
             f"{e['total']} right): what you miss"
-    table = Table(title=title, title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")  # the title above: wider
     for name, justify in (("kind", "left"), ("asked", "right"), ("missed", "right"), ("", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
     for k in e["kinds"]:
         share = k["missed"] / k["asked"] if k["asked"] else 0
         table.add_row(text(k["kind"], "cyan", one_line=True), str(k["asked"]), str(k["missed"]),
                       Text(KIND_WORDS.get(k["kind"], ""), style="red" if share >= 0.5 else "dim"))
-    return table
+    return Group(Text(title, style="italic"), table)
 
 
 KIND_WORDS = {"shape": "the shape a line makes", "breaks": "what breaks if a line changes",

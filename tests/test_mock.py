@@ -365,12 +365,18 @@ def test_answers_that_do_not_fit_the_questions_score_nothing_and_the_mock_waits(
     qs = questions.pick(SDPA.concepts, 3, rng=random.Random(0))
     s.phase, s.ended_by, s.ended_at, s.question_ids = "questions", "quit", T0 + 42, [q.id for q in qs]
     mock.save(s)
-    r = run_script("mock", "--answers", "1,2,3,4")  # a count some mock asks, but not this one
-    assert r.returncode == 2 and "4 answers given; this mock asks 3 questions (1-4, 1-4, 1-4)" in r.stderr
+    r = run_script("mock", "--answers", "1,2")  # too few: the up-front check refuses it at once
+    assert r.returncode == 2 and "2 answers given; a mock asks 3" in r.stderr
+    s.question_ids.append(questions.pick(SDPA.concepts, 4, rng=random.Random(0))[3].id)
+    mock.save(s)
+    r = run_script("mock", "--answers", "1,2,3")  # a count some mock asks, but this one asks 4
+    assert r.returncode == 2 and "3 answers given; this mock asks 4 questions (1-4, 1-4, 1-4, 1-4)" in r.stderr
     assert "Nothing was scored" in r.stderr and history.mocks() == [] and mock.load().answers == []
+    s.question_ids.pop()
+    mock.save(s)
     r = run_script("mock", "--answers", "B H Tq Tk,2,3")  # a shape where a choice is asked
     assert r.returncode == 2 and "answer 1 is 'B H Tq Tk', but question 1 takes a choice 1-4" in r.stderr
-    r = run_script("mock", "--answers", "1,2,3")
+    r = run_script("mock", "--answers", "1,2,3,4")  # a surplus answer is left unused
     assert r.returncode == 1 and card_of_the_one_mock()["questions"]["answers"] == [1, 2, 3]
 
 
@@ -467,7 +473,7 @@ def test_leave_and_resume_keeps_the_clock_running(isolated, fake_clock):
 
 def test_strict_mode_gives_no_hints_and_no_feedback_until_the_end(isolated, fake_clock):
     pexpect = pytest.importorskip("pexpect")
-    child = spawn("mock", "--exercise", "sdpa", "--strict", "--answers", "1,1,1", work=isolated)
+    child = spawn("mock", "--exercise", "sdpa", "--strict", "--answers", "1,1,1,1,1", work=isolated)  # 4-5 asked
     try:
         child.expect("3:00 left")
         child.send("h")
