@@ -109,8 +109,8 @@ def keep(exercise_id: str, path: Path, rep, data: bytes | None = None) -> Attemp
             _save(exercise_id, index)
         return attempt
     except OSError as e:
-        warn(f"could not keep this attempt in {folder(exercise_id)} ({e.strerror or e}); the verdict stands.",
-             once="attempts")
+        warn(f"could not save this attempt in {folder(exercise_id)} ({e.strerror or e}); the verdict stands.",
+             once="progress")  # one warning per command that progress is not saved: history says it first
         return None
 
 

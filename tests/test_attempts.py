@@ -85,7 +85,7 @@ def test_a_home_that_cannot_be_written_warns_and_keeps_nothing(isolated, home, c
     f = isolated / "sdpa.py"
     f.write_text("v\n")
     assert attempts.keep("sdpa", f, report(True)) is None
-    assert "could not keep this attempt" in capsys.readouterr().err
+    assert "could not save this attempt" in capsys.readouterr().err
 
 
 # -- the commands, with the real checker -------------------------------------------------------------
