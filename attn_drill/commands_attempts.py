@@ -45,7 +45,7 @@ def cmd_attempts(exercise_id: Optional[str], number: Optional[int], diff: bool) 
         return
     attempt = attempts.find(index, number)
     if attempt is None:
-        have = f"there are {_span(index)}" if index.attempts else "none is kept yet"
+        have = f"the ones kept are {_span(index)}" if index.attempts else "none is kept yet"
         _fail(f"no attempt {number} of {ex.id}: {have}.", f"attn-drill attempts {ex.id} lists them.")
     data = attempts.content(ex.id, attempt)
     if data is None:

@@ -117,7 +117,7 @@ def test_check_keeps_attempts_and_names_repro(failed_sdpa):
     assert diff.startswith("--- attempt 1 (") and "+++ attn-practice/sdpa.py (now)" in diff
     assert any(line.startswith("+") and not line.startswith("+++") for line in diff.splitlines())
     missing = invoke("attempts", "sdpa", "9")
-    assert missing.exit_code == 2 and "no attempt 9 of sdpa: there are 1 to 2" in missing.output
+    assert missing.exit_code == 2 and "no attempt 9 of sdpa: the ones kept are 1 to 2" in missing.output
 
 
 def test_a_file_that_is_not_the_practice_file_is_not_kept(isolated):
