@@ -89,6 +89,15 @@ def test_list_fits_80_columns_with_titles_wrapped_between_words(monkeypatch):
         assert re.search(re.escape(ex.id) + r" " + r" (?:\S+ )*?".join(map(re.escape, words)), flat), ex.title
 
 
+@pytest.mark.parametrize("exercise_id", list(catalogue.exercises()))
+def test_start_fits_80_columns_wrapping_between_words(exercise_id, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    r = invoke("start", exercise_id)
+    assert r.exit_code == 0 and max(map(len, r.stdout.splitlines())) <= 80
+    ex = catalogue.get(exercise_id)
+    assert " ".join(ex.task.split()) in " ".join(r.stdout.split())  # every word of the task, whole, in order
+
+
 def test_list_shows_progress():
     invoke("start", "mha")
     history.record_check("sdpa", passed=True, slugs=[], attempt="a", solve_seconds=180.0)
