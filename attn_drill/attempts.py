@@ -71,14 +71,31 @@ def load(exercise_id: str) -> Index:
     path = folder(exercise_id) / "index.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return Index(attempts=[Attempt(**a) for a in raw["attempts"]],
-                     last_failure=Failure(**raw["last_failure"]) if raw.get("last_failure") else None,
-                     next_n=int(raw["next_n"]))
+        index = Index(attempts=[Attempt(**a) for a in raw["attempts"]],
+                      last_failure=Failure(**raw["last_failure"]) if raw.get("last_failure") else None,
+                      next_n=int(raw["next_n"]))
+        _valid(index)
+        return index
     except FileNotFoundError:
         return Index()
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         _damaged(path, e)
         return Index()
+
+
+def _valid(index: Index) -> None:
+    """A ValueError for values of the wrong type, or a hash that is not one (it names a file)."""
+    def is_hash(h):
+        return isinstance(h, str) and len(h) == 16 and all(c in "0123456789abcdef" for c in h)
+
+    for a in index.attempts:
+        if not (type(a.n) is int and isinstance(a.at, (int, float)) and is_hash(a.hash) and isinstance(a.slug, str)
+                and type(a.checks) is int and isinstance(a.passed, bool)):
+            raise ValueError(f"attempt {a.n!r} holds values of the wrong type")
+    f = index.last_failure
+    if f is not None and not (is_hash(f.hash) and type(f.seed) is int and (f.case is None or type(f.case) is int)
+                              and all(isinstance(v, str) for v in (f.slug, f.stage, f.detail, f.file))):
+        raise ValueError("the last failure holds values of the wrong type")
 
 
 def content(exercise_id: str, attempt: Attempt) -> bytes | None:

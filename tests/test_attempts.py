@@ -68,14 +68,16 @@ def test_the_store_is_bounded_and_numbers_stay(isolated, monkeypatch):
     assert attempts.keep("sdpa", f, report(True)) is None  # too big to keep
 
 
-def test_a_damaged_index_is_set_aside_and_a_new_one_started(isolated, capsys):
+@pytest.mark.parametrize("damage", ["{not json", '{"attempts": [{"n": 1, "hash": "../../etc/passwd", "at": 1, '
+                                    '"passed": true}], "next_n": 2}', '{"attempts": "x", "next_n": 1}'])
+def test_a_damaged_index_is_set_aside_and_a_new_one_started(damage, isolated, capsys):
     folder = attempts.folder("sdpa")
     folder.mkdir(parents=True)
-    (folder / "index.json").write_text("{not json")
+    (folder / "index.json").write_text(damage)
     f = isolated / "sdpa.py"
     f.write_text("v\n")
     assert attempts.keep("sdpa", f, report(True)).n == 1
-    assert (folder / "index.json.corrupt").read_text() == "{not json"
+    assert (folder / "index.json.corrupt").read_text() == damage
     assert "moved it to" in capsys.readouterr().err
 
 
