@@ -16,6 +16,7 @@ from typing import List, Optional
 
 from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, cmd_check, cmd_hint, cmd_list, cmd_reset,
                                  cmd_solution, cmd_start)
+from attn_drill.commands_attempts import cmd_attempts, cmd_repro
 from attn_drill.commands_explain import cmd_explain
 from attn_drill.commands_practice import cmd_mock, cmd_stats, cmd_watch
 from attn_drill.commands_show import PLOT_EXTRA, cmd_show
@@ -31,6 +32,8 @@ COMMANDS = {  # name: one-line help, for typer's help and for the fast root help
     "check": "Check your file and name your mistake.",
     "hint": "Show one more hint (--all: every hint).",
     "solution": "Show a model answer (asks before you pass).",
+    "repro": "Write the failing case of your last check as a script.",
+    "attempts": "Your checked versions of a file, with their verdicts.",
     "reset": "Put the skeleton back (after a backup).",
     "watch": "Check your file again on every save.",
     "mock": "A timed mock interview, follow-up questions, a scorecard.",
@@ -186,8 +189,10 @@ def get_app():
             help=f"Time allowed per file (default {DEFAULT_TIMEOUT_HELP:g} s, {TIMEOUT_HELP}).")] = None,
         no_record: Annotated[bool, typer.Option(
             "--no-record", help="Keep this check out of your history and stats.")] = False,
+        verbose: Annotated[bool, typer.Option(
+            "--verbose", "-v", help="Every stage on a line of its own, with what it checked.")] = False,
     ) -> None:
-        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout, record=not no_record))
+        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout, verbose, record=not no_record))
 
     @cmd("hint", "Hints build up: each call shows one more, remembered per exercise.")
     def hint(exercise_id: OptId = None,
@@ -195,9 +200,28 @@ def get_app():
         cmd_hint(exercise_id, show_all)
 
     @cmd("solution", "Before you have passed the exercise it asks to confirm; with no terminal to ask on "
-                     "it refuses unless you give --yes.")
-    def solution(exercise_id: OptId = None, yes: Yes = False) -> None:
-        cmd_solution(exercise_id, yes)
+                     "it refuses unless you give --yes. Piped or redirected, it prints plain Python "
+                     "(attn-drill solution mha --yes > mha_answer.py).")
+    def solution(exercise_id: OptId = None, yes: Yes = False,
+                 diff: Annotated[bool, typer.Option(
+                     "--diff", help="Show it as a diff against your file (+ lines are the model answer's).")] = False,
+                 ) -> None:
+        cmd_solution(exercise_id, yes, diff)
+
+    @cmd("repro", "Writes attn-practice/repro/<exercise>_<seed>.py: the case your last failing check got "
+                  "wrong, rebuilt from its seed. Run it with python: it runs your file and the model answer "
+                  "(its numbers, never its code) and prints yours against the expected where they first differ.")
+    def repro(exercise_id: OptId = None) -> None:
+        cmd_repro(exercise_id)
+
+    @cmd("attempts", "Every checked version of your practice file is kept, once per content, with its verdict. "
+                     "Without N it lists them; with N it prints that version; --diff compares it with your file.")
+    def attempts(exercise_id: OptId = None,
+                 number: Annotated[Optional[int], typer.Argument(
+                     metavar="[N]", show_default=False, help="The attempt's number (the list shows them).")] = None,
+                 diff: Annotated[bool, typer.Option(
+                     "--diff", help="Show attempt N as a diff against your file now.")] = False) -> None:
+        cmd_attempts(exercise_id, number, diff)
 
     @cmd("reset", "Your file is copied to the backups folder first (the path is printed) and the clock "
                   "restarts. Asks to confirm; with no terminal to ask on it refuses unless you give --yes.")

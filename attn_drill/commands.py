@@ -275,7 +275,7 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
     if earlier and earlier != written.path and _is_file(earlier):
         render.say(out, f"(your earlier file for {ex.id} is still at {earlier})")
     out.print()
-    out.print(render.task(ex), soft_wrap=True)
+    out.print(render.task(ex, out.width), soft_wrap=True)
     out.print()
     render.say(out, "Next: edit ", (path, "bold"), f" (target {ex.minutes} min), then run ",
                ("attn-drill check", "bold cyan"))
@@ -288,7 +288,7 @@ def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
-              timeout: Optional[float], record: bool = True) -> int:
+              timeout: Optional[float], verbose: bool = False, record: bool = True) -> int:
     """Check the files; the exit status: 0 if all passed, 1 if not, 2 if a file of a batch could not be checked."""
     from attn_drill import resolve, state
 
@@ -302,7 +302,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     reports = checker.run_checks([checker.Job(j[0], j[1].id) for j in jobs if isinstance(j, tuple)], seed=seed,
                                  timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)
     try:
-        results = _show_reports(jobs, reports, as_json, mine)
+        results = _show_reports(jobs, reports, as_json, mine, verbose)
     except KeyboardInterrupt:
         _say(("interrupted", "bold red"), err=True)
         return 130
@@ -313,11 +313,12 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     return 0 if results and all(results) else 1
 
 
-def _show_reports(jobs: list, reports, as_json: bool, mine: set) -> List[Optional[bool]]:
+def _show_reports(jobs: list, reports, as_json: bool, mine: set, verbose: bool = False) -> List[Optional[bool]]:
     """Each job's report in order (a file that could not be checked: its error); passed, failed or None."""
     import json
 
     from attn_drill import moveon, render
+    from attn_drill.commands_attempts import keep_attempt, repro_hint
 
     out, results = render.console(), []
     for job, rep in _with_spinner(out, jobs, reports, enabled=not as_json):
@@ -332,11 +333,14 @@ def _show_reports(jobs: list, reports, as_json: bool, mine: set) -> List[Optiona
             print(json.dumps(d, indent=2) if len(jobs) == 1 else json.dumps(d), flush=True)
             if keep:
                 _record(ex, path, rep, "check")
+                keep_attempt(ex, path, rep)
             continue
         if len(results) > 1:
             out.rule()
-        render.report(out, rep, ex)
+        render.report(out, rep, ex, verbose)
         took, best = _record(ex, path, rep, "check") if keep else (None, None)
+        if keep:
+            repro_hint(out, ex, rep, keep_attempt(ex, path, rep))
         if rep.passed and keep and len(jobs) == 1:
             render.solved(out, ex, took, best, moveon.after_pass())
         elif rep.not_started:
@@ -428,8 +432,9 @@ def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
         render.say(out, f"{left} more: run ", (f"attn-drill hint {ex.id}", "bold cyan"), " again.")
 
 
-def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
-    from attn_drill import history, render, resolve, state
+def cmd_solution(exercise_id: Optional[str], yes: bool, diff: bool = False) -> None:
+    from attn_drill import history, resolve, state
+    from attn_drill.commands_attempts import show_solution
 
     st = state.load()
     ex = resolve.exercise_or_current(exercise_id, st, "solution")
@@ -439,9 +444,7 @@ def cmd_solution(exercise_id: Optional[str], yes: bool) -> None:
             f"You have not passed {ex.id} yet. Show the model answer anyway?",
             f"you have not passed {ex.id} yet, and seeing the answer spoils the drill. "
             f"attn-drill hint {ex.id} gives a nudge; attn-drill solution {ex.id} --yes shows it anyway.")
-    out = render.console()
-    render.say(out, (ex.id, "bold cyan"), f"  {ex.title}: a model answer")
-    out.print(render.solution(ex))
+    show_solution(ex, diff)
 
 
 def cmd_reset(exercise_id: str, yes: bool) -> None:

@@ -37,11 +37,12 @@ DUE = "*"  # the marker of an exercise due for review (schedule.due), beside ▸
 
 
 def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "Progress"],
-          colour: bool = False, due: Iterable[str] = ()) -> str:
+          colour: bool = False, width: int | None = None, due: Iterable[str] = ()) -> str:
     """`progress` is history.progress(): passed and best come from there, started from `state`; `due`: the ids
-    due for review, marked."""
+    due for review, marked. The table fits `width` columns (the terminal's, 80 at most): a title too long for its
+    column wraps between words."""
     due = set(due)
-    header = ("", "id", "title", "difficulty", "target", "status", "best")
+    header = ("", "id", "title", "level", "target", "status", "best")
     rows = []
     for ex in exercises:
         done = progress.get(ex.id)
@@ -52,13 +53,38 @@ def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "
         rows.append([(mark, "yellow" if ex.id in due else ""), (ex.id, "cyan"), (ex.title, ""),
                      (ex.difficulty, ""), (f"{ex.minutes} min", ""), (status, STATUS_COLOUR.get(status, "")),
                      (duration(best), "green" if in_time else "")])
+    return _aligned(header, rows, right={4, 6}, wrap=2, width=width or terminal_width(), colour=colour)
+
+
+def terminal_width() -> int:
+    """The terminal's width (a pipe: $COLUMNS, else 80), 40 at least."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+def _aligned(header: tuple, rows: list, *, right: set, wrap: int, width: int, colour: bool) -> str:
+    """Columns two spaces apart, numbers (`right`) on the right; column `wrap` gets what is left of `width`,
+    its cells wrapped between words onto lines of their own."""
+    import textwrap
+
     widths = [max(len(h), *(len(r[i][0]) for r in rows)) for i, h in enumerate(header)]
-    right = {4, 6}  # numbers line up on the right
+    rest = sum(w for i, w in enumerate(widths) if i != wrap) + 2 * (len(header) - 1)
+    widths[wrap] = max(12, min(widths[wrap], width - rest))
 
     def cell(i, text, style):
         padded = text.rjust(widths[i]) if i in right else text.ljust(widths[i])
         return f"\033[{COLOURS[style]}m{padded}\033[0m" if colour and style else padded
 
-    lines = ["attn-drill exercises", "  ".join(cell(i, h, "bold") for i, h in enumerate(header)).rstrip()]
-    lines += ["  ".join(cell(i, t, s) for i, (t, s) in enumerate(r)).rstrip() for r in rows]
-    return "\n".join(lines) + "\n"
+    def lines(r):
+        parts = textwrap.wrap(r[wrap][0], widths[wrap]) or [""]
+        first = [(parts[0], s) if i == wrap else (t, s) for i, (t, s) in enumerate(r)]
+        out = ["  ".join(cell(i, t, s) for i, (t, s) in enumerate(first)).rstrip()]
+        indent = sum(widths[:wrap]) + 2 * wrap
+        out += [" " * indent + cell(wrap, p, r[wrap][1]).rstrip() for p in parts[1:]]
+        return out
+
+    out = ["attn-drill exercises", "  ".join(cell(i, h, "bold") for i, h in enumerate(header)).rstrip()]
+    for r in rows:
+        out += lines(r)
+    return "\n".join(out) + "\n"

@@ -408,6 +408,10 @@ def _questions(session: Session, ui, keys, scripted: list[str] | None) -> None:
     bank = questions.bank()
     asked = [bank[i] for i in session.question_ids if i in bank]
     first, total = len(session.explain), len(session.explain) + len(asked)
+    if scripted is not None:  # held to the questions before one is scored (BadAnswers: none is)
+        from attn_drill.mock_answers import against
+
+        against(session.explain, asked, scripted)
     for i, q in enumerate(session.explain):
         if i < len(session.explain_answers):
             continue  # answered before a restart

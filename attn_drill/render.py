@@ -10,6 +10,7 @@ NO_COLOR or a pipe the marks, words and shade characters carry the same informat
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
@@ -38,13 +39,15 @@ def plural(n: int, word: str) -> str:
 
 
 # -- a report --------------------------------------------------------------------------------------
-def report(console: Console, rep: Report, ex: "Exercise | None" = None) -> None:
+def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose: bool = False) -> None:
+    """The named mistakes first (slug, title, your line, evidence, fix, why), then what your code printed,
+    the stages (one line of marks and the detail of a stage that failed or warned; every stage's detail
+    with `verbose`), the file and seed, and the verdict."""
     rep.sort_findings()
-    console.print(_header(rep, ex))
-    console.print(_stages(rep))
-    for f in rep.findings:
-        console.print()
-        console.print(finding(f))
+    for i, f in enumerate(rep.findings):
+        if i:
+            console.print()
+        console.print(finding(f, _source_line(rep.file, f.line), width=console.width))
         if f.picture:
             pic = picture(f.picture)
             if pic is not None:
@@ -52,7 +55,11 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None) -> None:
     if rep.output:
         console.print()
         console.print(printed(rep.output))
-    console.print()
+    if rep.findings or rep.output:
+        console.print()
+    if verbose:
+        console.print(_stages_table(rep, console.width))
+    console.print(_footer(rep, _labelled() if verbose else _stages(rep, console.width)))
     console.print(verdict(rep))
 
 
@@ -61,12 +68,16 @@ def printed(output: str) -> Group:
     return Group(Text("your code printed:", style="dim"), _indent(text(output, style="dim")))
 
 
-def _header(rep: Report, ex: "Exercise | None") -> Table:
-    title = Text.assemble(text(rep.exercise, "bold cyan", one_line=True), (f"  {ex.title}" if ex else "", "bold"))
+def _labelled() -> Table:
+    """Two columns: a dim label, and a value wrapped between words under itself."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row("exercise", title)
+    return grid
+
+
+def _footer(rep: Report, grid: Table) -> Table:
+    """The file, the seed and any sandbox wall missing, added to `grid` (the stages' lines, aligned)."""
     grid.add_row("file", text(rep.file, one_line=True))
     grid.add_row("seed", Text(f"{rep.seed}   (replay with --seed {rep.seed})"))
     if rep.confinement:  # a wall of the sandbox this machine could not put up: say which, once
@@ -74,33 +85,90 @@ def _header(rep: Report, ex: "Exercise | None") -> Table:
     return grid
 
 
-def _stages(rep: Report) -> Table:
+def _mark(status: str) -> tuple[str, str, str]:
+    return MARKS.get(status, ("?", status, ""))
+
+
+def _stages(rep: Report, width: int = 80) -> Table:
+    """One line of marks (fits 80 columns: ✓ load  ✓ api ... - device), then the detail of each stage that
+    failed or warned, under its name."""
+    line = Text()
+    for s in rep.stages:
+        mark, _, style = _mark(s.status)
+        line.append_text(Text.assemble((f"{mark} ", style), text(s.name, one_line=True)))
+        line.append("  ")
+    line.rstrip()
+    grid = _labelled()
+    grid.add_row("stages", line)
+    shown = [s for s in rep.stages if s.status in (FAIL, WARN) and s.detail]
+    label = max([len("sandbox")] + [len(s.name) for s in shown])  # the footer's labels share the column
+    for s in shown:
+        grid.add_row(text(s.name, one_line=True), text(phrases(s.detail, width - label - 2)))
+    return grid
+
+
+def _stages_table(rep: Report, width: int = 80) -> Table:
+    """Every stage on its own row: its mark and word, its name, its detail (check -v)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for s in rep.stages:
-        mark, word, style = MARKS.get(s.status, ("?", s.status, ""))
+        mark, word, style = _mark(s.status)
         grid.add_row(text(f"{mark} {word}", style, one_line=True), text(s.name, "bold", one_line=True),
-                     text(s.detail, "dim" if s.status == SKIP else ""))
+                     text(phrases(s.detail, width - 22), "dim" if s.status == SKIP else ""))
     return grid
 
 
-def finding(f: Finding) -> Group:
+NBSP = "\u00a0"
+# A phrase that must stay on one line: a tuple with its short name, "mask (2, 1, 5, 6)", a bracketed place,
+# "(batch 0, head 1, ...)"; a run of sizes, "B=2 H=3 Tq=5".
+_PHRASE = re.compile(r"(?:\b\w{1,5} )?\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+")
+
+
+def phrases(value: str, width: int) -> str:
+    """`value` wrapped between words to `width`, never inside a phrase (_PHRASE): rich would wrap at any
+    space. Its own line breaks and their indents are kept."""
+    import textwrap
+
+    glued = _PHRASE.sub(lambda m: m.group().replace(" ", NBSP), str(value))
+    lines = []
+    for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead,
+                                   break_long_words=False, break_on_hyphens=False) or line)
+    return "\n".join(lines).replace(NBSP, " ")
+
+
+def _source_line(file: str, line: int | None) -> str:
+    """The text of the user's line, to show beside its number ("" when it cannot be read)."""
+    if not line:
+        return ""
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            for n, source in enumerate(f, 1):
+                if n == line:
+                    return source.strip()[:200]
+    except (OSError, ValueError):
+        pass
+    return ""
+
+
+def finding(f: Finding, source: str = "", width: int = 80) -> Group:
+    """slug and title on the first line, then your line, the evidence, the fix and why."""
     error = f.level == "error"
     head = Text.assemble(
         ("✗ error" if error else "! warning", "bold red" if error else "bold yellow"), "  ",
         text(f.slug, "bold", one_line=True), "  ", text(f.title, one_line=True),
     )
+    grid = _labelled()
     if f.line:
-        head.append(f"   (your line {f.line})", style="bold magenta")
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="dim", no_wrap=True)
-    grid.add_column(overflow="fold")
-    for label, value in (("evidence", f.evidence), ("why", f.message), ("fix", f.fix)):
+        grid.add_row("your line", Text.assemble((str(f.line), "bold magenta"),
+                                                text(f"  {source}" if source else "", one_line=True)))
+    for label, value in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)):
         if value:
-            grid.add_row(label, text(value, "green" if label == "fix" else ""))
-    return Group(head, _indent(grid))
+            grid.add_row(label, text(phrases(value, width - 13), "green" if label == "fix" else ""))
+    return Group(head, _indent(grid, 2))
 
 
 def _indent(renderable, left: int = 4):
@@ -175,10 +243,19 @@ def picture(pic: dict):
 
 
 # -- start, hint, solution -------------------------------------------------------------------------
-def task(ex: "Exercise") -> Text:
-    """The task as written in the catalogue, its lines wrapped between words where the terminal is narrower."""
-    return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"),
-                         f"   target: {ex.minutes} min, {ex.difficulty}\n\n", ex.task)
+def task(ex: "Exercise", width: int = 80) -> Text:
+    """The task as written in the catalogue, each line wrapped between words to `width`, its continuation
+    indented under the line's own indent (print it with soft_wrap=True: it is wrapped already)."""
+    import textwrap
+
+    lines = []
+    for line in ex.task.splitlines():
+        lead = line[:len(line) - len(line.lstrip())]
+        lines.append(textwrap.fill(line, width, subsequent_indent=lead + "  ", break_long_words=False,
+                                   break_on_hyphens=False) if line.strip() else line)
+    target = f"target: {ex.minutes} min, {ex.difficulty}"
+    apart = "   " if len(f"{ex.id}  {ex.title}   {target}") <= width else "\n"
+    return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"), f"{apart}{target}\n\n", "\n".join(lines))
 
 
 def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None) -> Group:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -69,6 +69,13 @@ def watch_footer(out: Console, rep: "Report", ex: "Exercise", path: str, *, took
     out.file.flush()
 
 
+def watch_checking(out: Console, path: str, again: bool) -> None:
+    """A check has started (again: a newer save cancelled the one running)."""
+    what = "saved again: the running check is stopped; checking…" if again else f"checking {path}…"
+    say(out, (f"{time.strftime('%H:%M:%S')}  {what}", "yellow"))
+    out.file.flush()
+
+
 def watch_missing(out: Console, path: str) -> None:
     say(out, (f"{path} is gone; waiting for it to come back (Ctrl-C stops).", "yellow"))
 
@@ -118,7 +125,7 @@ class MockScreen:
             "every save is checked"
         say(out, f"{limit}; {mode}.")
         out.print()
-        out.print(render.task(ex))
+        out.print(render.task(ex, out.width), soft_wrap=True)
         out.print()
 
     def coding(self, session, ex: "Exercise") -> None:
@@ -297,18 +304,18 @@ def stats(out: Console, data: dict) -> None:
         out.print(_explain_table(explained))
 
 
-def _explain_table(e: dict) -> Table:
+def _explain_table(e: dict) -> Group:
     """Which kinds of question about your own code you miss (explain rounds and mocks' follow-ups)."""
     title = f"Explaining your own code ({e['rounds']} round{'s' if e['rounds'] != 1 else ''}, {e['right']} of " \
             f"{e['total']} right): what you miss"
-    table = Table(title=title, title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")  # the title above: wider
     for name, justify in (("kind", "left"), ("asked", "right"), ("missed", "right"), ("", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
     for k in e["kinds"]:
         share = k["missed"] / k["asked"] if k["asked"] else 0
         table.add_row(text(k["kind"], "cyan", one_line=True), str(k["asked"]), str(k["missed"]),
                       Text(KIND_WORDS.get(k["kind"], ""), style="red" if share >= 0.5 else "dim"))
-    return table
+    return Group(Text(title, style="italic"), table)
 
 
 KIND_WORDS = {"shape": "the shape a line makes", "breaks": "what breaks if a line changes",
@@ -316,7 +323,7 @@ KIND_WORDS = {"shape": "the shape a line makes", "breaks": "what breaks if a lin
 
 
 def _exercise_table(rows: list[dict]) -> Table:
-    table = Table(title="Practice by exercise", title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    table = Table(title="Practice by exercise", title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for name in ("exercise", "attempts", "passed", "checks", "best", "median", "target"):
         table.add_column(name, justify="left" if name == "exercise" else "right", no_wrap=True)
     for r in rows:
@@ -329,7 +336,7 @@ def _exercise_table(rows: list[dict]) -> Table:
 
 
 def _mistakes(rows: list[dict]) -> Table:
-    table = Table(title="Most frequent mistakes", title_justify="left", box=None, padding=(0, 2), show_header=False)
+    table = Table(title="Most frequent mistakes", title_justify="left", box=None, padding=(0, 1), pad_edge=False, show_header=False)
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")
     for r in rows:
@@ -341,7 +348,7 @@ def _mistakes(rows: list[dict]) -> Table:
 
 def _mock_table(recent: list[dict], count: int) -> Table:
     title = f"Recent mocks (last {len(recent)} of {count})" if count > len(recent) else "Mocks"
-    table = Table(title=title, title_justify="left", box=None, padding=(0, 2), header_style="bold")
+    table = Table(title=title, title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for name, justify in (("date", "left"), ("exercise", "left"), ("score", "right"), ("result", "left"),
                           ("time", "right"), ("questions", "right")):
         table.add_column(name, justify=justify, no_wrap=True)

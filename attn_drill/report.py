@@ -44,6 +44,7 @@ class Report:
     seconds: float = 0.0
     output: str = ""  # what the user's code printed (stdout and stderr), its first and last lines
     confinement: str = ""  # what of the sandbox was NOT in force for this check, in words; "" when all was
+    case: int | None = None  # the index of the first failing case of the values stage (attn-drill repro)
 
     @property
     def passed(self) -> bool:
@@ -87,6 +88,7 @@ class Report:
         """Rebuild a report from the worker's JSON (which keeps score and picture)."""
         r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0),
                 output=str(d.get("output", "")), confinement=str(d.get("confinement", "")))
+        r.case = d["case"] if isinstance(d.get("case"), int) else None
         r.stages = [Stage(**s) for s in d.get("stages", [])]
         r.findings = [Finding(**f) for f in d.get("findings", [])]
         r.sort_findings()
@@ -102,6 +104,7 @@ class Report:
             "findings": [asdict(f) for f in self.findings],
             "output": self.output,
             "confinement": self.confinement,
+            "case": self.case,
         }
 
 

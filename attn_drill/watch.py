@@ -14,7 +14,9 @@ comes in a fraction of a second without ever reusing the user's code's state.
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -86,13 +88,55 @@ class Watcher:
         return min(poll, max(0.005, self.debounce - (self.clock() - self._since)))
 
 
+class CancellablePool(WarmPool):
+    """The warm pool, remembering the child it forked last, so that a check can be cancelled from another
+    thread: cancel() kills that child's process group (the runner then reads its end, kills what is left
+    and reaps it, as for any check). Only the check's own thread talks to the server."""
+
+    def __init__(self, warm_up: list[str] = ()):
+        super().__init__(warm_up)
+        self._lock = threading.Lock()
+        self._child: int | None = None
+        self._cancelled = False
+
+    def begin(self) -> None:
+        with self._lock:
+            self._child, self._cancelled = None, False
+
+    def end(self) -> None:
+        with self._lock:
+            self._child = None  # reaped by now: its pid may be reused, never kill it again
+
+    def spawn(self, spec: dict, fds: tuple[int, ...], log):
+        proc = super().spawn(spec, fds, log)
+        with self._lock:
+            self._child = proc.pid
+            if self._cancelled:  # cancelled while it was being forked
+                _killpg(proc.pid)
+        return proc
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self._child is not None:
+                _killpg(self._child)
+
+
+def _killpg(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class Checker:
-    """Checks one exercise's file, again and again, through one warm pool."""
+    """Checks one exercise's file, again and again, through one warm pool: in the caller's thread (check),
+    or in the background (start), where a newer save can cancel it."""
 
     def __init__(self, exercise_id: str, *, seed: int | None = None, timeout: float | None = None):
         self.exercise_id, self.seed = exercise_id, seed
         self.timeout = runner.DEFAULT_TIMEOUT if timeout is None else timeout
-        self.pool = WarmPool([exercise_id])
+        self.pool = CancellablePool([exercise_id])
 
     def __enter__(self) -> "Checker":
         self.pool.start()
@@ -102,6 +146,72 @@ class Checker:
         self.pool.close()
 
     def check(self, path: Path) -> Report:
-        reports = list(runner.run_checks([runner.Job(Path(path), self.exercise_id)], seed=self.seed,
-                                         timeout=self.timeout, spawn=self.pool.spawn))
+        self.pool.begin()
+        try:
+            reports = list(runner.run_checks([runner.Job(Path(path), self.exercise_id)], seed=self.seed,
+                                             timeout=self.timeout, spawn=self.pool.spawn))
+        finally:
+            self.pool.end()
         return reports[0]
+
+    def start(self, path: Path) -> "Running":
+        """Check `path` in a thread of its own; the Running says when it is done, and can cancel it."""
+        return Running(self, Path(path))
+
+
+class Running:
+    """One check in the background. cancel() kills its worker and waits for the thread: no process survives."""
+
+    def __init__(self, checker: Checker, path: Path):
+        self.checker, self.report, self.error = checker, None, None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(path,), name="attn-drill-watch-check", daemon=True)
+        self.thread.start()
+
+    def _run(self, path: Path) -> None:
+        try:
+            self.report = self.checker.check(path)
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread, which raises it
+            self.error = e
+        finally:
+            self.done.set()
+
+    def result(self) -> Report:
+        if self.error is not None:
+            raise self.error
+        return self.report
+
+    def cancel(self, wait: float = 30.0) -> None:
+        self.checker.pool.cancel()
+        self.thread.join(wait)
+
+
+def watch(path: Path, checker: Checker, *, checking: Callable[[bool], None], checked: Callable[[Report], None],
+          missing: Callable[[], None], poll: float = POLL) -> None:
+    """Check `path` as it stands and after every settled save, forever (Ctrl-C stops). A save while a check
+    runs cancels that check and starts a new one. checking(again) is called as a check starts (again: it
+    replaces a cancelled one), checked(report) when one ends, missing() once each time the file goes."""
+    watcher = Watcher(path)
+    watcher._since -= watcher.debounce  # the file as it stands has settled already
+    running: Running | None = None
+    told = False
+    try:
+        while True:
+            version = watcher.poll()
+            if version is not None:
+                told, again = False, running is not None
+                if running is not None:
+                    running.cancel()
+                checking(again)
+                running = checker.start(path)
+            elif watcher.missing and not told:
+                missing()
+                told = True
+            if running is not None and running.done.wait(watcher._settle_wait(poll)):
+                finished, running = running, None
+                checked(finished.result())
+            elif running is None:
+                time.sleep(watcher._settle_wait(poll))
+    finally:
+        if running is not None:
+            running.cancel()

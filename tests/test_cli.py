@@ -7,6 +7,7 @@ The `check` tests run the real checker worker: nothing is mocked.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -68,13 +69,33 @@ def test_help_states_the_checkers_default_timeout():
     assert f"default {DEFAULT_TIMEOUT:g} s" in invoke("check", "--help").stdout
 
 
-def test_list_shows_every_exercise_as_new():
+def test_list_shows_every_exercise_as_new(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # wide: every title on one line
     r = invoke("list")
     assert r.exit_code == 0
     for ex in catalogue.exercises().values():
         assert ex.id in r.stdout and ex.title in r.stdout and f"{ex.minutes} min" in r.stdout
     assert "started" not in r.stdout and "passed" not in r.stdout
     assert "attn-drill start" in r.stdout
+
+
+def test_list_fits_80_columns_with_titles_wrapped_between_words(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = invoke("list").stdout
+    assert max(map(len, out.splitlines())) <= 80
+    flat = " ".join(out.split())
+    for ex in catalogue.exercises().values():  # a title's words in order, each whole, its row's id first
+        words = ex.title.split()
+        assert re.search(re.escape(ex.id) + r" " + r" (?:\S+ )*?".join(map(re.escape, words)), flat), ex.title
+
+
+@pytest.mark.parametrize("exercise_id", list(catalogue.exercises()))
+def test_start_fits_80_columns_wrapping_between_words(exercise_id, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    r = invoke("start", exercise_id)
+    assert r.exit_code == 0 and max(map(len, r.stdout.splitlines())) <= 80
+    ex = catalogue.get(exercise_id)
+    assert " ".join(ex.task.split()) in " ".join(r.stdout.split())  # every word of the task, whole, in order
 
 
 def test_list_shows_progress():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -40,15 +41,36 @@ def test_a_failing_report_has_everything_in_plain_text():
     text = buf.getvalue()
     assert "\x1b[" not in text  # no colour codes at all
     assert "/somewhere/mha.py" in text and "replay with --seed 1234" in text
-    for mark in ("✓ pass", "✗ fail", "! warn", "- skipped"):
-        assert mark in text
-    assert "2 of 5 cases differ" in text
+    assert re.search(r"stages +✓ load  ✗ values  ! gradients  - device", text)  # one line of marks
+    assert "2 of 5 cases differ" in text and "W_o got no gradient" in text  # the failed and warned stages' details
+    assert "skipped: earlier failure" not in text  # the others' only with -v
     assert text.index("mask-inverted") < text.index("backward-fails")  # errors first
-    assert "The mask is inverted" in text and "your line 23" in text
+    assert text.index("backward-fails") < text.index("stages")  # the named mistakes before the stages
+    assert "The mask is inverted" in text and re.search(r"your line +23", text)
     assert "[expected] [bold]x[/bold]" in text  # evidence printed as written, not as markup
     assert "masked_fill(~mask" in text  # the fix
     assert "True means 'may attend'" in text  # the why
     assert text.rstrip().splitlines()[-1].startswith("FAILED  mha  1 error, 1 warning")
+
+
+def test_verbose_shows_every_stage_on_its_own_line():
+    out, buf = plain()
+    render.report(out, failing_report(), verbose=True)
+    lines = buf.getvalue().splitlines()
+    for mark, name, detail in (("✓ pass", "load", "the file imports"), ("✗ fail", "values", "2 of 5 cases differ"),
+                               ("! warn", "gradients", "W_o got no gradient"),
+                               ("- skipped", "device", "skipped: earlier failure")):
+        assert any(re.match(rf"{mark} +{name} +{detail}", line) for line in lines), (name, lines)
+
+
+def test_at_80_columns_nothing_is_cut_and_words_stay_whole():
+    out, buf = plain(80)
+    render.report(out, failing_report())
+    text = buf.getvalue()
+    assert all(len(line.rstrip()) <= 80 for line in text.splitlines())
+    words = set(re.findall(r"[A-Za-z_']{3,}", text))  # every word of the fix and the why comes whole
+    for value in (failing_report().findings[1].fix, failing_report().findings[1].message):
+        assert set(re.findall(r"[A-Za-z_']{3,}", value)) <= words
 
 
 def test_the_heatmaps_stand_side_by_side():
@@ -153,3 +175,20 @@ def test_a_sandbox_wall_that_is_missing_is_said_once_and_none_when_all_are_up():
     render.report(out, rep)
     lines = [line for line in buf.getvalue().splitlines() if "sandbox" in line]
     assert len(lines) == 1 and "not fully confined: Landlock ABI 3" in lines[0]
+
+
+def test_details_wrap_between_phrases_never_inside_a_shape_or_a_run_of_sizes():
+    label = "B=2 H=3 Tq=5 Tk=6 d=7 (D=21), mask (2, 1, 5, 6)"
+    detail = f"q (2, 3, 5, 7), k (2, 3, 6, 7), v (2, 3, 6, 4), {label}: out differs first at (batch 0, head 0, " \
+             "query 0, feature 0): yours -0.1236, expected 0.1174; max abs error 2.43 (tolerance 1e-05 + 0.0001*|e|)"
+    rep = Report("mha", "/x/mha.py", 3, stages=[Stage("load", PASS), Stage("values", FAIL, detail)])
+    rep.findings = [findings.make("values-mismatch", detail + "; " + detail)]
+    for width in (60, 80, 100):
+        out, buf = plain(width)
+        render.report(out, rep)
+        lines = buf.getvalue().splitlines()
+        assert max(len(line.rstrip()) for line in lines) <= width
+        for phrase in ("(2, 3, 5, 7)", "(2, 1, 5, 6)", "B=2 H=3 Tq=5 Tk=6 d=7", "(batch 0, head 0, query 0, feature 0)",
+                       "(tolerance 1e-05 + 0.0001*|e|)"):
+            flat = " ".join(buf.getvalue().split())  # every occurrence sits whole on one line
+            assert sum(line.count(phrase) for line in lines) == flat.count(phrase) > 0, (width, phrase)

@@ -251,7 +251,7 @@ def test_two_corrupt_session_files_in_one_second_are_both_kept(home):
 
 def test_one_mock_at_a_time(run_script):
     with mock.lock():
-        r = run_script("mock", "--exercise", "sdpa")
+        r = run_script("mock", "--exercise", "sdpa", "--answers", "1,2,3")
         assert r.returncode == 2
         assert f"another mock is running (process {os.getpid()})" in r.stderr
         with pytest.raises(mock.MockBusy):  # also within one process: a second lock is refused
@@ -315,7 +315,7 @@ def test_a_scripted_mock_that_passes(isolated, fake_clock, run_script):
 
 
 def test_a_scripted_mock_that_times_out(isolated, fake_clock):
-    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--minutes", "2", "--answers", "1"],
+    proc = subprocess.Popen([attn_drill_script(), "mock", "--exercise", "sdpa", "--minutes", "2", "--answers", "1,4,2"],
                             cwd=isolated, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     target = mock_file(isolated)
@@ -333,7 +333,7 @@ def test_a_scripted_mock_that_times_out(isolated, fake_clock):
     assert card["ended_by"] == "time" and not card["passed"] and card["seconds_used"] == 120.0
     assert card["checks"] == 1 and card["final_slugs"] == ["missing-scale"]  # checked on save, not again
     assert card["mistakes"] == [{"slug": "missing-scale", "count": 1}]
-    assert card["questions"]["answers"] == [1, None, None]  # the other two unanswered
+    assert card["questions"]["answers"] == [1, 4, 2]
     assert card["points"]["pass"] == 0 and card["points"]["time"] == 0
 
 
@@ -358,6 +358,43 @@ def test_a_mock_left_during_the_questions_resumes_at_the_next_question(isolated,
     card = card_of_the_one_mock()
     assert card["questions"]["answers"] == [qs[0].answer, 3, 2]
     assert card["seconds_used"] == 42.0 and card["checks"] == 0
+
+
+def test_without_a_terminal_or_with_answers_no_mock_asks_it_stops_at_once(isolated, run_script):
+    for args, said in ((["--answers", "5,1,1"], "answer 1 is 5, but every question has choices 1 to 4"),
+                       (["--answers", "1"], "1 answer given; a mock asks 3, or 4-5 after a pass"),
+                       (["--answers", "1,2,3,4,1,2"], "6 answers given"),
+                       ([], "mock needs a terminal")):
+        r = run_script("mock", "-e", "sdpa", *args, timeout=60)  # stdin: not a terminal
+        assert r.returncode == 2 and said in r.stderr, (args, r.stderr)
+        assert len(r.stderr.splitlines()) == 2 and max(map(len, r.stderr.splitlines())) <= 80
+    assert mock.load() is None and not mock_file(isolated).exists() and history.mocks() == []
+
+
+def test_answers_that_do_not_fit_the_questions_score_nothing_and_the_mock_waits(isolated, fake_clock, run_script):
+    s, _ = mock.begin(SDPA, minutes=None, strict=False, seed=0, reason="")
+    qs = questions.pick(SDPA.concepts, 3, rng=random.Random(0))
+    s.phase, s.ended_by, s.ended_at, s.question_ids = "questions", "quit", T0 + 42, [q.id for q in qs]
+    mock.save(s)
+    r = run_script("mock", "--answers", "1,2")  # too few: the up-front check refuses it at once
+    assert r.returncode == 2 and "2 answers given; a mock asks 3" in r.stderr
+    s.question_ids.append(questions.pick(SDPA.concepts, 4, rng=random.Random(0))[3].id)
+    mock.save(s)
+    r = run_script("mock", "--answers", "1,2,3")  # a count some mock asks, but this one asks 4
+    assert r.returncode == 2 and "3 answers given; this mock asks 4 questions (1-4, 1-4, 1-4, 1-4)" in r.stderr
+    assert "Nothing was scored" in r.stderr and history.mocks() == [] and mock.load().answers == []
+    s.question_ids.pop()
+    mock.save(s)
+    r = run_script("mock", "--answers", "B H Tq Tk,2,3")  # a shape where a choice is asked
+    assert r.returncode == 2 and "answer 1 is 'B H Tq Tk', but question 1 takes a choice 1-4" in r.stderr
+    r = run_script("mock", "--answers", "1,2,3,4")  # a surplus answer is left unused
+    assert r.returncode == 1 and card_of_the_one_mock()["questions"]["answers"] == [1, 2, 3]
+
+
+def test_no_question_has_more_choices_than_answers_allow():
+    from attn_drill.mock_answers import MAX_CHOICES
+
+    assert max(len(q.choices) for q in questions.bank().values()) <= MAX_CHOICES
 
 
 # -- in a real terminal ------------------------------------------------------------------------------------
@@ -447,7 +484,7 @@ def test_leave_and_resume_keeps_the_clock_running(isolated, fake_clock):
 
 def test_strict_mode_gives_no_hints_and_no_feedback_until_the_end(isolated, fake_clock):
     pexpect = pytest.importorskip("pexpect")
-    child = spawn("mock", "--exercise", "sdpa", "--strict", "--answers", "1,1,1", work=isolated)
+    child = spawn("mock", "--exercise", "sdpa", "--strict", "--answers", "1,1,1,1,1", work=isolated)  # 4-5 asked
     try:
         child.expect("3:00 left")
         child.send("h")

@@ -138,3 +138,17 @@ def test_scorecards_and_rows_written_by_someone_else_never_break_stats():
     assert data["exercises"][0]["checks"] == 1
     r = invoke("stats")
     assert r.exit_code == 0 and "Mocks" in r.stdout and "m4" not in r.stdout
+
+
+def test_stats_fit_80_columns_without_cutting_a_word():
+    fill()
+    for i, ex in enumerate(("kv-cache", "mha-fused", "sdpa", "flash")):
+        history.record_mock(card(i + 1, 20 * i + 15, exercise=ex, passed=i % 2 == 1))
+    r = CliRunner().invoke(cli.get_app(), ["stats"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert "…" not in r.stdout and max(len(line.rstrip()) for line in lines) <= 80
+    header = next(line for line in lines if line.startswith("date"))
+    assert header.split() == ["date", "exercise", "score", "result", "time", "questions"]
+    assert any("mha-fused" in line and "passed (strict)" in line for line in lines)  # words whole
+    assert any("kv-cache" in line and "failed" in line for line in lines)

@@ -251,3 +251,75 @@ def test_watch_in_a_terminal_rechecks_on_save_and_stops_on_ctrl_c(isolated, run_
     assert [(r["passed"], r["source"]) for r in rows] == [(True, "watch")]  # the skeleton: not started, not kept
     assert rows[0]["solve_seconds"] is not None and rows[0]["attempt"] == state.load().started_at("sdpa")
     assert practice.read_text() == SDPA.reference.read_text()  # watching never writes the file
+
+
+HANG_WITH_A_CHILD = """
+import subprocess, time
+subprocess.Popen(["sleep", "1000"])  # a process of its own, in the check's group
+while True:
+    time.sleep(0.05)
+"""
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid`, from /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and alive(int(entry.name)):
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = {c for c, parent in parents.items() if parent == p}
+        todo += list(kids - found)
+        found |= kids
+    return found
+
+
+def read_until(proc, text: str, seen: list, limit: float = 180) -> None:
+    """Read proc's stdout lines into `seen` until one holds `text` (a generous limit: no timing margin)."""
+    import select
+
+    deadline = time.monotonic() + limit
+    while not any(text in line for line in seen):
+        assert time.monotonic() < deadline, f"no {text!r} in {seen}"
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        if ready:
+            line = proc.stdout.readline()
+            assert line, f"watch ended before {text!r}: {seen}"
+            seen.append(line)
+
+
+@needs_warm
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_save_cancels_a_hanging_check_and_leaves_no_process(isolated, run_script):
+    assert run_script("start", "sdpa").returncode == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    replace(practice, HANG_WITH_A_CHILD)
+    proc = subprocess.Popen([attn_drill_script(), "watch", "--timeout", "3600"], cwd=isolated, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen: list[str] = []
+    try:
+        read_until(proc, "checking attn-practice/sdpa.py…", seen)
+        deadline = time.monotonic() + 120  # the hanging check has started its own process: sleep 1000
+        while not any(Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")
+                      for p in descendants(proc.pid) if Path(f"/proc/{p}/cmdline").exists()):
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.05)
+        replace(practice, SDPA.reference.read_text())
+        read_until(proc, "saved again: the running check is stopped; checking…", seen)
+        read_until(proc, "PASSED", seen)  # with a 3600 s limit, only a cancelled hang lets this come
+        read_until(proc, "save to check again", seen)  # recorded by now
+        assert not any("timeout" in line for line in seen)
+        left = [p for p in descendants(proc.pid) if Path(f"/proc/{p}/cmdline").exists()
+                and Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
+        assert left == []  # the hanging check's group is gone, its child too
+    finally:
+        proc.send_signal(2)  # Ctrl-C
+        out, _ = proc.communicate(timeout=60)
+    assert "Stopped watching" in out and proc.returncode == 0
+    rows = history.checks("sdpa")
+    assert [(r["passed"], r["source"]) for r in rows] == [(True, "watch")]  # the cancelled check is not recorded

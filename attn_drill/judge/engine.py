@@ -177,6 +177,7 @@ class Check:
         if not returned:
             o = self.outcomes[0]
             self.todo_left(o.error)
+            self.report.case = 0  # attn-drill repro replays it: the traceback shows where
             self.fail(load.exception_finding(o.error, self.path, f"on every case, e.g. {o.case.label}"))
         for o in returned:
             bad = probes.return_type(self.spec, o)
@@ -186,6 +187,7 @@ class Check:
             expected = self.spec.expected_shapes(o.case)
             for name, t in zip(self.spec.outputs, o.outputs):
                 if tuple(t.shape) != expected[name]:
+                    self.report.case = self.cases.index(o.case)
                     shape = findings.make(
                         "wrong-output-shape", f"{name} is {tuple(t.shape)}, expected {expected[name]} ({o.case.label})",
                         score=1.5, what=name, expected=str(expected[name]))
@@ -197,13 +199,15 @@ class Check:
         for c, ref in zip(self.cases, self.refs):
             self.keep_reference(ref or (), c)
         first_bad = None
-        for o, ref in zip(self.outcomes, self.refs):
+        for i, (o, ref) in enumerate(zip(self.outcomes, self.refs)):
             if o.error is not None:
                 first_bad = first_bad or f"{o.case.label}: raised {load.describe(o.error)}"
+                self.report.case = i if self.report.case is None else self.report.case
                 continue
             for name, got, want in zip(self.spec.outputs, o.outputs, ref):
                 d = diff(got, want, TOL[torch.float64])
                 if not d.ok and first_bad is None:
+                    self.report.case = i  # what attn-drill repro replays
                     first_bad = (f"{o.case.label}: {name} differs first at ({where(d.index, self.spec.axes[name])}): "
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
                                  f"relative to the largest value {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
