@@ -42,7 +42,8 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         ERROR,
         "The mask is inverted",
         "Here True means 'may attend' (as in a boolean attn_mask of F.scaled_dot_product_attention); "
-        "nn.MultiheadAttention's masks use the opposite, True = 'ignore'.",
+        "nn.MultiheadAttention's masks and many codebases' padding masks use the opposite convention, "
+        "True = 'ignore'.",
         "True must mean 'may attend': build masks from keep-conditions (j <= i, j < length); apply one by hiding "
         "where it is False: scores.masked_fill(~mask, float('-inf')).",
     ),
@@ -112,7 +113,9 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     "qkv-split-order": (
         ERROR,
         "The fused projection is split in the wrong order",
-        "W_qkv's output is [q | k | v], each D wide, with heads inside each.",
+        "(..., H, 3, d), each head's q, k, v side by side, is the per-head fused layout of GPT-NeoX and BLOOM, a "
+        "convention of its own; here W_qkv's output is [q | k | v], each D wide, with heads inside each, the "
+        "layout of nn.MultiheadAttention's in_proj_weight.",
         "Split with qkv.split(D, dim=-1) (or view(B, T, 3, H, d)), not view(B, T, H, 3, d).",
     ),
     "relpos-direction": (
@@ -145,7 +148,8 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     "rope-interleaved": (
         ERROR,
         "RoPE rotates adjacent pairs",
-        "This exercise uses the half-split layout: dimension i pairs with i + d/2.",
+        "Pairing neighbours (2i, 2i+1) is the interleaved layout of Meta's LLaMA and GPT-J, a convention of its own; "
+        "this exercise uses the half-split layout of GPT-NeoX and Hugging Face: dimension i pairs with i + d/2.",
         "Split x into halves x1, x2 = x.chunk(2, -1) and use cat(-x2, x1) as the rotated partner.",
     ),
     "rope-wrong-frequencies": (
@@ -157,7 +161,8 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
     "rope-wrong-direction": (
         ERROR,
         "RoPE rotates the wrong way",
-        "The rotation is by +theta: out_i = x_i cos - x_(i+d/2) sin.",
+        "Rotating by -theta is a convention some code follows (a conjugated freqs_cis, rotate_half written as "
+        "cat(x2, -x1)); this exercise rotates by +theta: out_i = x_i cos - x_(i+d/2) sin.",
         "Swap the sign: use cat(-x2, x1), not cat(x2, -x1).",
     ),
     "rope-positions-ignored": (
@@ -360,6 +365,14 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "An output changes dtype",
         "The output should keep the input's dtype ({expected}); callers in half precision expect it.",
         "Create new tensors with dtype=x.dtype, or cast the result back with .to(x.dtype).",
+    ),
+    "precision-loss": (
+        WARNING,
+        "Float64 inputs are computed in {dtype}",
+        "Computing below the inputs' precision is right for training, but the result is off by ~1e-6 where "
+        "float64 promised ~1e-15; a caller who passes float64 wants float64 arithmetic.",
+        "Compute in the inputs' dtype: work = torch.promote_types(q.dtype, torch.float32) keeps float64 as float64 "
+        "and still lifts half precision to float32.",
     ),
     "device-mismatch": (
         WARNING,

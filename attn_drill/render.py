@@ -9,6 +9,8 @@ NO_COLOR or a pipe the marks, words and shade characters carry the same informat
 
 from __future__ import annotations
 
+import os
+
 import math
 import re
 from typing import TYPE_CHECKING
@@ -293,7 +295,8 @@ def say(out: Console, *parts) -> None:
     safe = [(printable(p[0], multiline=True), p[1]) if isinstance(p, tuple) else printable(p, multiline=True)
             for p in parts]
     text = Text.assemble(*safe)
-    if "\n" not in text.plain and len(text.plain) > out.width:
+    folds = out.is_terminal or "COLUMNS" in os.environ  # a pipe or a log keeps a message on one line
+    if folds and "\n" not in text.plain and len(text.plain) > out.width:
         text = Text.assemble(*_fold(safe, out.width))
     out.print(text, soft_wrap=True)
 

@@ -47,8 +47,19 @@ def exercise(exercise_id: str) -> "Exercise":
     close = difflib.get_close_matches(exercise_id.lower(), known, n=1, cutoff=0.5)
     if close:
         _fail(f"no exercise called {exercise_id!r}; did you mean {close[0]}?",
-              _retry(exercise_id, close[0]) or f"the exercises: {', '.join(known)}")
-    _fail(f"no exercise called {exercise_id!r}.", f"the exercises: {', '.join(known)}")  # two lines: 80 columns
+              _retry(exercise_id, close[0]) or _listed(known))
+    _fail(f"no exercise called {exercise_id!r}.", _listed(known))  # two lines: 80 columns
+
+
+def _listed(known: list) -> str:
+    """The exercises in one line of 80 columns: as many ids as fit, then where to see them all."""
+    line = f"the exercises: {', '.join(known)}"
+    if len(line) <= 80:
+        return line
+    shown = known[:]
+    while shown and len(f"the exercises: {', '.join(shown)}, ... (attn-drill list)") > 80:
+        shown.pop()
+    return f"the exercises: {', '.join(shown)}, ... (attn-drill list)"
 
 
 def current(st: "State", command: str) -> "Exercise":

@@ -28,6 +28,7 @@ def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, d
     """Call the user's code on one case under a tracer (`record`: its hook for every call, see Tracer); never
     raises."""
     tracer = Tracer(path, spec.forbidden, record=record)
+    tracer.precision = dtype if dtype == torch.float64 else None
     out = Outcome(case, tracer=tracer, dtype=dtype, device=str(device))
     try:
         kwargs = {}

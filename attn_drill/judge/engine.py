@@ -212,6 +212,10 @@ class Check:
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
                                  f"relative to the largest value {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
                                  f"{TOL[torch.float64].rtol:g}*|expected|)")
+        lowered = next((o.tracer.lowered for o in self.outcomes if o.tracer and o.tracer.lowered), None)
+        failed64 = first_bad is not None
+        if first_bad and lowered and self.within(TOL[torch.float32]):
+            first_bad = None  # float32's error and no more: right, with a precision-loss warning below
         modified = probes.inputs_modified(self, failed=first_bad is not None)
         if modified:
             self.add(modified)
@@ -220,12 +224,15 @@ class Check:
                 for f in diagnoses.diagnose(self):
                     self.add(f)
                 gone = diagnoses.departure(self)
-                if gone:
+                said = any(f.slug == "values-mismatch" for f in self.report.findings)
+                if gone and not said:  # a values-mismatch says it in its own evidence
                     first_bad += f"; {gone.said()}"
             raise Stop(first_bad)
         stale = probes.new_values(self)
         if stale:
             self.fail(stale, "the same shapes with new values give an old answer")
+        if lowered and (failed64 or not getattr(self.spec, "float32_convention", False)):
+            self.add(self.precision_loss(lowered))
         warning = probes.empty_row(self)
         note = getattr(self.spec, "pass_note", None)  # an exercise's own addition (flash: peak memory at T=4096)
         extra = f"; {note(self)}" if note else ""
@@ -233,6 +240,20 @@ class Check:
             self.add(warning)
             return WARN, f"all {len(self.cases)} cases match; a query with no visible key gives NaN{extra}"
         return PASS, f"all {len(self.cases)} cases match the reference (float64){extra}"
+
+    def within(self, tol) -> bool:
+        """Every case ran and matches the reference within `tol`."""
+        return all(o.error is None and o.outputs is not None and
+                   all(diff(got, want, tol).ok for got, want in zip(o.outputs, ref))
+                   for o, ref in zip(self.outcomes, self.refs))
+
+    def precision_loss(self, lowered) -> object:
+        name, line, dtype = lowered
+        worst = max(diff(got, want, TOL[torch.float64]).max_abs
+                    for o, ref in zip(self.outcomes, self.refs) for got, want in zip(o.outputs, ref))
+        return findings.make("precision-loss", f"the inputs are float64; your line {line} makes a {dtype} tensor "
+                             f"({name}); largest error {worst:.2g}, within {dtype}'s precision", line=line,
+                             score=0.3, dtype=dtype)
 
     def gradients(self):
         return probes.gradients(self)

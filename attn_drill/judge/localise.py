@@ -159,7 +159,7 @@ def _said(kind: str, var: str) -> str:
         what = f"the {kind}" if kind != "step" else "the step"
     if var == "return":
         return what + " returned"
-    return what + (f" computing {var}" if var and var not in what else "")
+    return what + (f" (`{var}`)" if var and var not in what else "")
 
 
 def assigned(source: str) -> dict[int, str]:
@@ -310,7 +310,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
     best, best_key = None, None
     for (unfed, d), j, view, laid, skipped in listed:
         how = relation(view, r, ref, i)
-        key = (unfed, how.startswith("yours differs"), skipped, d)
+        key = (unfed, how.startswith("yours differs"), user[j].name != r.name, skipped, d)  # same call: same step
         if best_key is None or key < best_key:
             best, best_key = (j, how, laid), key
     if best is None:

@@ -6,6 +6,8 @@ Default knobs give the reference's answer (tests/test_reference_mha_fused.py and
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attn_drill.judge.variants import RIGHT, Knobs, attend_and_merge, attention, linear, repeat_kv, split_heads
@@ -37,6 +39,13 @@ def fused_qk(params: dict, H: int, x):
 def gqa(params: dict, H: int, Hkv: int, x, mask=None, knobs: Knobs = RIGHT):
     """GroupedQueryAttention from a state dict {W_q.weight, W_k.weight, ...}, with one mistake per knob."""
     q, k, v = gqa_qkv(params, H, Hkv, x, knobs)
+    if mask is not None and knobs.head_axis == "kv":
+        # a (B, T, T) mask given one axis and broadcast against grouped scores (B, Hkv, g, T, T): B lines up with
+        # Hkv, so head h of every sequence reads batch h // g's mask (and it raises unless B == Hkv)
+        if mask.size(0) != Hkv:
+            raise RuntimeError(f"a mask of batch {mask.size(0)} cannot broadcast against {Hkv} kv heads")
+        mask = mask.repeat_interleave(H // Hkv, dim=0).unsqueeze(0)  # (1, H, Tq or 1, Tk)
+        knobs = replace(knobs, head_axis=False)  # the mask has its head axis now
     return attend_and_merge(params, q, k, v, mask, knobs)
 
 

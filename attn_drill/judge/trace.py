@@ -30,7 +30,8 @@ FORBIDDEN = {
 # Functions that make a tensor on the default device unless told otherwise (the *_like ones follow their input)
 FACTORIES = {"ones", "zeros", "full", "empty", "arange", "eye", "rand", "randn", "tensor", "as_tensor",
              "scalar_tensor", "linspace", "randint", "tril_indices", "triu_indices"}
-MOVES = {"to", "cuda", "type_as", "to_dense"}  # a tensor moved afterwards is fine
+MOVES = {"to", "cuda", "type_as", "to_dense"}
+LOWER = (torch.float32, torch.float16, torch.bfloat16)  # below float64: precision-loss when the inputs are float64  # a tensor moved afterwards is fine
 # the checker's code that runs inside a user call on its own account: modes, hooks (module, function name)
 HOOK_MODULES = frozenset({"attn_drill.judge.trace", "attn_drill.judge.memory", "attn_drill.judge.audit"})
 HOOKS = frozenset({("attn_drill.judge.specs.masks", "ReadsOnMeta.__torch_function__"),
@@ -55,6 +56,8 @@ class Tracer(TorchFunctionMode):
         self.record = record
         self.forbidden_calls: list[tuple[str, int | None]] = []
         self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
+        self.precision = None  # the inputs' dtype, when it is float64: a lower one made from the user's file is kept
+        self.lowered: tuple[str, int, str] | None = None  # (function, user line, dtype) of the first such tensor
         self._made: dict[int, tuple[str, int]] = {}  # id(tensor) -> (factory, user line)
         self._globals = None  # the user module's namespace, once a frame of the user's file has shown it
         self._walker = _walker(self)
@@ -79,6 +82,9 @@ class Tracer(TorchFunctionMode):
                 self._made[id(out)] = (name, line, out)  # keep it alive so its id stays its own
         elif name in MOVES and args and id(args[0]) in self._made:
             del self._made[id(args[0])]
+        if self.precision is not None and self.lowered is None and line is not None and isinstance(out, torch.Tensor) \
+                and out.is_floating_point() and out.dtype in LOWER and _reads_float64(args):
+            self.lowered = (name, line, str(out.dtype).replace("torch.", ""))
         if self.record is not None and line is not None:
             self.record(line, name, args, kwargs, out)
         return out
@@ -126,6 +132,15 @@ def _walker(tracer):
             answer = tracer.locate(me.f_back.f_back)
         except Exception:  # noqa: BLE001 - a frame gone odd: no line, no blame
             answer = (None, None)
+
+
+def _reads_float64(args) -> bool:
+    """A float64 tensor among a call's arguments (one level of lists): the call brought float64 data down."""
+    for a in args:
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float64:
+                return True
+    return False
 
 
 def _checker(module) -> bool:

@@ -17,7 +17,7 @@ import torch
 class Knobs:
     scale: float | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by
     softmax_dim: int = -1
-    mask: str = "ok"  # ok | inverted | ignored | after_softmax
+    mask: str = "ok"  # ok | inverted | ignored | after_softmax | after_softmax_inf
     fill: str = "-inf"  # what hidden scores get: -inf | min (finfo.min; differs only where a whole softmax axis is hidden)
     empty_rows: str = "zero"  # a query with no visible key: zero (the reference, SDPA) | kept (what the fill gives)
     head_axis: bool = True  # mha: the mask gets a head axis before broadcasting
@@ -59,6 +59,8 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
     if mask is not None and knobs.mask == "after_softmax":
         weights = weights * mask  # probabilities zeroed after normalising: rows no longer sum to 1
+    if mask is not None and knobs.mask == "after_softmax_inf":
+        weights = weights.masked_fill(~mask, float("-inf"))  # -inf after the softmax: NaN once multiplied by v
     return weights @ v, weights
 
 

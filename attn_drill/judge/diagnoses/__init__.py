@@ -31,14 +31,33 @@ def diagnosis(slugs: str | tuple[str, ...], exercises: tuple[str, ...] | None):
     return register
 
 
+SYMPTOMS = ("exception", "nan-output")  # what a mistake does on some cases, not what the mistake is
+
+
 def diagnose(check) -> list[Finding]:
-    """Every diagnosis that applies to this exercise, run on a failed values stage."""
+    """Every diagnosis that applies to this exercise, run on a failed values stage. A cause outranks its symptom:
+    a known mistake that reproduces every case (the ones that raised or gave NaN included) is the one error, the
+    exception or NaN its evidence."""
     out = []
     for _, exercises, fn in REGISTRY:
         if exercises is None or check.spec.id in exercises:
             found = fn(check)
             if found:
                 out.append(found)
+    causes = [f for f in out if f.level == "error" and f.slug not in SYMPTOMS and f.score >= 0.9]
+    if not causes:  # no single mistake explains it: two at once?
+        from attn_drill.judge.diagnoses import pairs
+
+        causes = pairs.pair(check)
+        out += causes
+    symptoms = [f for f in out if f.slug in SYMPTOMS]
+    if causes and symptoms:
+        cause = max(causes, key=lambda f: f.score)
+        for f in symptoms:
+            out.remove(f)
+            said = "your code raises" if f.slug == "exception" else "your output has NaN or inf"
+            cause.evidence += f"; the same mistake is why {said}: {f.evidence}"
+        cause.score = max(cause.score, 1.0)
     if not any(f.level == "error" and f.score >= 0.5 for f in out):
         out.append(values_mismatch(check))
     return out
@@ -58,14 +77,14 @@ def match(check, knobs, every: bool = False) -> tuple[int, int, float, object]:
     for i, (o, ref) in enumerate(zip(check.outcomes, check.refs)):
         try:
             var = check.spec.variant(o.case, knobs)
-        except RuntimeError:
-            var = None  # the mistake raises on this case (a broadcast that cannot happen)
+        except Exception:  # noqa: BLE001 - the mistake raises on this case (a broadcast that cannot happen, a dim
+            var = None  # that does not exist): the user's code raising there is what it predicts
         differs = var is None or check.spec.distance(var, ref, var) > MATCH
         if var is None or o.outputs is None:
             same = var is None and o.outputs is None
             dist = 0.0 if same else float("inf")
         else:
-            dist = check.spec.distance(o.outputs, var, var)
+            dist = check.spec.distance(empty_rows_as_zeros(o.outputs, var), var, var)
             same = dist <= MATCH
         telling += differs
         if same:
@@ -76,6 +95,15 @@ def match(check, knobs, every: bool = False) -> tuple[int, int, float, object]:
         if not every and i + 1 - matched > 1:
             break
     return matched, telling, worst, example
+
+
+def empty_rows_as_zeros(outputs: tuple, var: tuple) -> tuple:
+    """The user's outputs with NaN read as 0 where the variant has 0: a query that the mistake leaves with no
+    visible key gives NaN in the user's code (softmax of all -inf) and zeros in the variant (as SDPA does)."""
+    import torch
+
+    return tuple(torch.where(torch.isnan(u) & (v == 0), torch.zeros_like(u), u)
+                 if u.shape == v.shape and u.is_floating_point() else u for u, v in zip(outputs, var))
 
 
 def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
@@ -191,8 +219,8 @@ def shape_cause(check, symptom: Finding) -> Finding | None:
 def values_mismatch(check) -> Finding:
     o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
               and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
-    where_ = locate(check)
     gone = departure(check)
+    where_ = "" if gone else locate(check)  # the layer hooks' account, when the steps cannot say
     extra = f"; {gone.said()}" if gone else ""
     extra += f"; {where_}" if where_ else ""
     if gone:

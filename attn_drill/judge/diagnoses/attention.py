@@ -19,7 +19,7 @@ MODULES = ("mha", "mha-fused", "gqa", "mha-dims", "relative-position")
 @diagnosis("softmax-wrong-dim", ATTENTION)
 def softmax_wrong_dim(check):
     for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
-                     (0, "softmax over dim=0")):
+                     (0, "softmax over dim=0"), (2, "softmax over dim=2 (the queries of 4-D scores)")):
         for fill in ("-inf", "min"):  # they differ where a whole query column is hidden
             f = variant_finding(check, "softmax-wrong-dim", Knobs(softmax_dim=dim, fill=fill), how,
                                 line=line_of(first_outcome(check), {"softmax", "exp", "_softmax"}))
@@ -45,9 +45,11 @@ def mask_ignored(check):
 
 @diagnosis("mask-after-softmax", ATTENTION)
 def mask_after_softmax(check):
+    line = line_of(first_masked(check), MASKING | {"__mul__", "mul"}, last=True)
     f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
-                        "softmax over every key, then the hidden keys' probabilities set to 0",
-                        line=line_of(first_masked(check), MASKING | {"__mul__", "mul"}, last=True))
+                        "softmax over every key, then the hidden keys' probabilities set to 0", line=line) or \
+        variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax_inf"),
+                        "softmax over every key, then the hidden keys' probabilities set to -inf", line=line)
     if f:
         o = first_masked(check)
         if o and o.outputs is not None:
@@ -60,13 +62,18 @@ def mask_after_softmax(check):
 def mask_head_broadcast(check):
     f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
                         "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
+    if f is None and check.spec.id == "gqa":
+        f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis="kv"),
+                            "the mask given one axis and broadcast against grouped scores (B, Hkv, g, T, T): "
+                            "batch b's mask lands on kv head b")
     if f:
         raised = [o for o in check.outcomes if o.error is not None]
         if raised:
             o = raised[0]
             f.line = load.user_line(o.error, check.path)[0]
-            f.evidence += (f"; with B != H it raises ({load.describe(o.error)}, {o.case.label}), "
-                           "with B == H it silently applies batch b's mask to head b")
+            axis = "Hkv" if "grouped" in f.evidence else "H"
+            f.evidence += (f"; with B != {axis} it raises ({load.describe(o.error)}, {o.case.label}), "
+                           f"with B == {axis} it silently applies batch b's mask to {'kv ' if axis == 'Hkv' else ''}head b")
     return f
 
 

@@ -36,6 +36,7 @@ def join(outs: list) -> torch.Tensor:
 
 class KVCacheSpec(ModuleSpec):
     # localise.py: the reference's variables, named as steps
+    float32_convention = True  # angles in float32 are right (as Hugging Face computes them): no precision-loss
     step_names = {"inv_freq": "frequencies", "angles": "angles", "cos, sin": "angles", "x1, x2": "pairs",
                   "return": "rotation", "positions": "positions", "k": "cache", "v": "cache",
                   "visible": "causal mask"}

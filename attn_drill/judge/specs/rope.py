@@ -25,6 +25,7 @@ def random_positions(gen, shape: tuple, low: int, high: int, ordered: bool = Tru
 
 class RopeSpec(Spec):
     # localise.py: the reference's variables, named as steps
+    float32_convention = True  # angles in float32 are right (as Hugging Face computes them): no precision-loss
     step_names = {"inv_freq": "frequencies", "theta": "angles", "cos, sin": "angles", "x1, x2": "pairs",
                   "return": "rotation"}
     id = "rope"
