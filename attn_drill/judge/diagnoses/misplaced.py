@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from pathlib import Path
 
 import torch
 
-from attn_drill.judge.diagnoses import MASKING, SCORES, diagnosis, first_outcome, line_of, variant_finding
+from attn_drill.judge.diagnoses import MASKING, SCORES, diagnosis, first_outcome, line_of, match, variant_finding
 from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, first_masked
 from attn_drill.judge.variants import Knobs
 from attn_drill.judge.variants_cache import CacheKnobs
@@ -157,21 +159,40 @@ ROLES = {"W_q": "queries", "W_k": "keys", "W_v": "values"}
 FUSED = ("q", "k", "v")
 
 
-def swaps(exercise: str) -> list[tuple[str, object]]:
-    """(how to say it, case change) for every swap the exercise allows."""
+def swaps(exercise: str) -> list[tuple[str, object, str | None]]:
+    """(how to say it, case change, a pattern for the user's line that does it) for every swap the exercise allows."""
     if exercise == "mha-fused":
-        out = [(f"W_qkv's {FUSED[s]} slice used for the {FUSED[t]} as well", fused_block(t, s))
+        out = [(f"W_qkv's {FUSED[s]} slice used for the {FUSED[t]} as well", fused_block(t, s), None)
                for t in range(3) for s in range(3) if s != t]
-        return out + [(f"W_qkv's {FUSED[a]} and {FUSED[b]} slices swapped", lambda c, a=a, b=b: swap_fused(c, a, b))
-                      for a, b in ((0, 1), (1, 2), (0, 2))]
-    out = [(f"{s} used for the {ROLES[t]}, in {t}'s place", use_param(t, s))
+        return out + [(f"W_qkv's {FUSED[a]} and {FUSED[b]} slices swapped", lambda c, a=a, b=b: swap_fused(c, a, b),
+                       None) for a, b in ((0, 1), (1, 2), (0, 2))]
+    out = [(f"{s} used for the {ROLES[t]}, in {t}'s place", use_param(t, s), rf"^\s*{t[-1]}\w*\s*=.*\b{s}\b")
            for t in ROLES for s in ROLES if s != t]
-    out += [(f"{a} and {b} swapped", swap_params(a, b)) for a, b in (("W_q", "W_k"), ("W_k", "W_v"), ("W_q", "W_v"))]
+    out += [(f"{a} and {b} swapped", swap_params(a, b), rf"\b{a}\b.*\b{b}\b|\b{b}\b.*\b{a}\b")
+            for a, b in (("W_q", "W_k"), ("W_k", "W_v"), ("W_q", "W_v"))]
     if exercise in ("mha", "mha-dims"):  # three inputs: one of them projected in another's place
         out += [(f"the {s} input projected for the {ROLES[t]}, in the {ROLES[t][:-1]} input's place",
-                 use_input({"W_k": "key", "W_v": "value", "W_q": "query"}[t], s))
+                 use_input({"W_k": "key", "W_v": "value", "W_q": "query"}[t], s), rf"\b{t}\(\s*{s}\b")
                 for t, s in (("W_k", "query"), ("W_v", "query"), ("W_v", "key"), ("W_q", "key"), ("W_k", "value"))]
     return out
+
+
+def source_line(path, pattern: str | None) -> int | None:
+    """The first line of the user's file that matches `pattern`: where the swap is written, when it is plain."""
+    if not pattern or path is None:
+        return None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeError):
+        return None
+    quoted = False  # inside a docstring: words, not code
+    for i, text in enumerate(lines, 1):
+        code = re.sub(r'("""|\'\'\'|"|\').*?\1', "", text).split("#")[0]  # strings and comments are words
+        opens = re.search(r'"""|\'\'\'', code)
+        if not quoted and re.search(pattern, code[:opens.start()] if opens else code):
+            return i
+        quoted ^= bool(opens)
+    return None
 
 
 def swap_fused(case, a: int, b: int):
@@ -185,19 +206,34 @@ def swap_fused(case, a: int, b: int):
     return dataclasses.replace(case, params=p)
 
 
-PROJECTING = {"linear", "__call__", "forward", "matmul", "__matmul__", "addmm", "einsum", "__getitem__"}
+def applies(change, cases) -> bool:
+    """Whether the swap fits every case's weights: a layer of another shape cannot stand in for one (the user's
+    code may well raise there, for another reason). Inputs of other lengths may: that raising is the evidence."""
+    try:
+        for c in cases:
+            change(c)
+    except RuntimeError:
+        return False
+    return True
 
 
 @diagnosis("wrong-projection", MODULES + ("self-attention", "kv-cache"))
 def wrong_projection(check):
     right = CacheKnobs() if check.spec.id == "kv-cache" else Knobs()
-    for how, change in swaps(check.spec.id):
-        f = variant_finding(Swapped(check, change), "wrong-projection", right, how,
-                            line=line_of(first_outcome(check), {"linear"}))
+    for how, change, pattern in swaps(check.spec.id):
+        if not applies(change, check.cases):
+            continue
+        swapped = Swapped(check, change)
+        example = match(swapped, right)[3]
+        if example is None or example.outputs is None:
+            continue  # raising where the swap raises is no evidence alone: it must reproduce a case that ran
+        line = source_line(check.path, pattern) or line_of(first_outcome(check), {"linear"})
+        f = variant_finding(swapped, "wrong-projection", right, how, line=line)
         if f:
             raised = [o for o in check.outcomes if o.error is not None]
-            if raised:
-                f.evidence += f"; the cases where Tq != Tk raise there ({len(raised)} of {len(check.outcomes)})"
+            if raised:  # the swap raises there too: Tq != Tk, a key and a query of other lengths
+                f.evidence += (f"; with it your code raises on the {len(raised)} of {len(check.outcomes)} cases "
+                               f"where the two inputs differ in length")
             return f
     return None
 
