@@ -98,6 +98,8 @@ for _exercise in ("mha", "mha-fused", "gqa", "self-attention", "mha-dims", "rela
     REQUIRED[_exercise] |= {"wrong-projection"}
 for _exercise in ("mha", "mha-fused", "gqa", "mha-dims", "relative-position", "kv-cache"):
     REQUIRED[_exercise] |= {"projection-before-merge"}
+for _exercise in ("encoder-layer", "decoder-layer"):  # inside an attention sub-layer
+    REQUIRED[_exercise] |= {"scale-after-softmax", "mask-fill-zero", "wrong-projection", "projection-before-merge"}
 REQUIRED["kv-cache"] |= {"scale-after-softmax", "rope-on-values"}
 REQUIRED["flash"] |= {"scale-after-softmax", "online-softmax-no-normalise"}
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 import torch
 
-from attn_drill.judge.diagnoses import MASKING, SCORES, diagnosis, first_outcome, line_of, match, variant_finding
+from attn_drill.judge.diagnoses import (MASKING, departure, diagnosis, first_outcome, line_of, match,
+                                        variant_finding)
 from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, first_masked
 from attn_drill.judge.variants import Knobs
 from attn_drill.judge.variants_cache import CacheKnobs
 from attn_drill.judge.variants_flash import FlashKnobs
 
-SCALING = SCORES | {"__mul__", "__truediv__", "mul", "div", "__rmul__", "__itruediv__", "__imul__"}
+SCALING = {"__mul__", "__truediv__", "mul", "div", "__rmul__", "__itruediv__", "__imul__"}
 
 
 # --- scale-after-softmax ----------------------------------------------------------------------------
@@ -71,6 +72,9 @@ def fitted_fill(check) -> float | None:
     return float(fills.median()) if fills.numel() else None
 
 
+FILLS = {"masked_fill", "masked_fill_", "where"}
+
+
 @diagnosis("mask-fill-zero", ATTENTION)
 def mask_fill_zero(check):
     fill = fitted_fill(check)
@@ -79,7 +83,11 @@ def mask_fill_zero(check):
     value = round(fill, 4)
     said = f"{value:g}" if abs(value - round(value)) > 1e-4 else f"{round(value):d}"
     how = f"hidden scores set to {said} instead of -inf, so the hidden keys keep some weight"
-    line = line_of(first_masked(check), MASKING | {"__mul__", "mul", "__imul__"})
+    gone = departure(check)  # the user's line that made the first tensor with finite hidden scores
+    o = first_masked(check)
+    filling = {line for name, line in (o.tracer.calls if o and o.tracer else []) if name in FILLS | {"__mul__", "mul"}}
+    line = gone.line if gone and gone.kind == "mask" and gone.line in filling else None  # not a later line
+    line = line or line_of(o, FILLS) or line_of(o, MASKING) or line_of(o, {"__mul__", "mul"})
     return variant_finding(check, "mask-fill-zero", Knobs(fill_value=fill), how, line=line, value=said)
 
 
@@ -284,6 +292,7 @@ def no_normalise(check):
 
 @diagnosis("rope-on-values", ("kv-cache",))
 def rope_on_values(check):
+    line = source_line(check.path, r"\bv\b.*(rope|rotat|cos|sin)|(rope|rotat)\w*\(.*\bv\b")
     return variant_finding(check, "rope-on-values", CacheKnobs(rope_values=True),
                            "v turned by RoPE like k (and cached turned)",
-                           line=line_of(first_outcome(check), {"cos", "sin", "__mul__", "cat"}))
+                           line=line or line_of(first_outcome(check), {"cos", "sin", "__mul__", "cat"}))
