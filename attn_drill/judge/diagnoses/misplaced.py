@@ -185,6 +185,9 @@ def swaps(exercise: str) -> list[tuple[str, object, str | None]]:
     return out
 
 
+TRIPLE = r"(\"\"\"|\'\'\')"
+
+
 def source_line(path, pattern: str | None) -> int | None:
     """The first line of the user's file that matches `pattern`: where the swap is written, when it is plain."""
     if not pattern or path is None:
@@ -195,11 +198,15 @@ def source_line(path, pattern: str | None) -> int | None:
         return None
     quoted = False  # inside a docstring: words, not code
     for i, text in enumerate(lines, 1):
-        code = re.sub(r'("""|\'\'\'|"|\').*?\1', "", text).split("#")[0]  # strings and comments are words
-        opens = re.search(r'"""|\'\'\'', code)
-        if not quoted and re.search(pattern, code[:opens.start()] if opens else code):
+        if quoted:
+            quoted = not re.search(TRIPLE, text)
+            continue
+        code = re.sub(TRIPLE + r".*?\1", "", text)  # docstrings that open and close on this line
+        opens = re.search(TRIPLE, code)  # a docstring that runs on to later lines
+        code = re.sub(r'"[^"]*"|\'[^\']*\'', "", code[:opens.start()] if opens else code).split("#")[0]
+        if re.search(pattern, code):
             return i
-        quoted ^= bool(opens)
+        quoted = bool(opens)
     return None
 
 
