@@ -183,6 +183,50 @@ WORDING: dict[str, tuple[str, str, str, str]] = {
         "When a later block raises the row max, earlier sums and outputs must be multiplied by exp(m_old - m_new).",
         "acc = acc * exp(m_old - m_new) + exp(s - m_new) @ v; l = l * exp(m_old - m_new) + rowsum.",
     ),
+    "scale-after-softmax": (
+        ERROR,
+        "1/sqrt(d) is applied after the softmax, not to the scores",
+        "The scale exists to keep the scores small before the softmax; applied to the weights or the output it "
+        "leaves the softmax saturated and just shrinks the result (the weights no longer sum to 1).",
+        "Scale the scores, then take the softmax: weights = softmax(q @ k.transpose(-2, -1) / math.sqrt(d)).",
+    ),
+    "mask-fill-zero": (
+        ERROR,
+        "Hidden scores are set to {value}, not -inf",
+        "A finite fill such as 0 or -1 is an ordinary score: exp of it is far from 0, so the hidden keys keep "
+        "weight (multiplying the scores by the mask does the same, with 0).",
+        "Fill hidden scores with float('-inf') (or torch.finfo(scores.dtype).min) before the softmax: "
+        "scores.masked_fill(~mask, float('-inf')).",
+    ),
+    "wrong-projection": (
+        ERROR,
+        "One projection is used in another's place",
+        "Queries, keys and values each have their own layer and their own input; reusing one layer (or one "
+        "input) for another role gives attention a different set of vectors.",
+        "q = W_q(query), k = W_k(key), v = W_v(value) (in a fused layer, the [q | k | v] slices in that order); "
+        "check which layer and which input each line uses.",
+    ),
+    "projection-before-merge": (
+        ERROR,
+        "W_o is applied to each head before the merge, in a way that changes the result",
+        "W_o(merge(heads)) equals the sum over heads of each head times W_o's column block for it, plus the bias "
+        "once; other per-head forms (the bias per head, row blocks, diagonal blocks) are another computation.",
+        "Merge the heads to (B, T, H * d) first, then apply W_o once: self.W_o(y.transpose(1, 2).reshape(B, T, -1)).",
+    ),
+    "online-softmax-no-normalise": (
+        ERROR,
+        "The accumulator is not divided by the final running sum",
+        "The online softmax sums exp(s - m) @ v unnormalised; only at the end, once every block is in, is it "
+        "divided by the running sum l, so the weights sum to 1.",
+        "After the loop over key blocks: out = acc / l (l rescaled with acc at every block).",
+    ),
+    "rope-on-values": (
+        ERROR,
+        "RoPE is applied to the values too",
+        "RoPE turns q and k so that their dot product depends on the offset between positions; v is not in "
+        "the dot product, and turning it mixes each value's features by its position.",
+        "Apply RoPE to q and k only; cache v as W_v(x) gives it.",
+    ),
     "full-scores-materialized": (
         ERROR,
         "A full (Tq, Tk) score matrix is created",

@@ -101,6 +101,17 @@ REQUIRED = {
     "encoder-layer": LAYER,
     "decoder-layer": LAYER | {"missing-causal-mask", "causal-diagonal", "cross-attention-swapped", "mask-misrouted"},
 }
+# issue 10's slugs, on every exercise where the mistake can happen (the layers' sub-layers are checked as mha)
+for _exercise in ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position"):
+    REQUIRED[_exercise] |= {"scale-after-softmax", "mask-fill-zero"}
+for _exercise in ("mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position", "kv-cache"):
+    REQUIRED[_exercise] |= {"wrong-projection"}
+for _exercise in ("mha", "mha-fused", "gqa", "mha-dims", "relative-position", "kv-cache"):
+    REQUIRED[_exercise] |= {"projection-before-merge"}
+for _exercise in ("encoder-layer", "decoder-layer"):  # inside an attention sub-layer
+    REQUIRED[_exercise] |= {"scale-after-softmax", "mask-fill-zero", "wrong-projection", "projection-before-merge"}
+REQUIRED["kv-cache"] |= {"scale-after-softmax", "rope-on-values"}
+REQUIRED["flash"] |= {"scale-after-softmax", "online-softmax-no-normalise"}
 
 
 def test_corpus_covers_every_pair():

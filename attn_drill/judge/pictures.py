@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-MASK_SLUGS = {"mask-inverted", "mask-ignored", "mask-after-softmax", "mask-head-broadcast", "softmax-wrong-dim"}
+MASK_SLUGS = {"mask-inverted", "mask-ignored", "mask-after-softmax", "mask-head-broadcast", "softmax-wrong-dim",
+              "mask-fill-zero"}
 
 
 def for_slug(check, slug: str, example) -> dict | None:

@@ -35,6 +35,12 @@ class Knobs:
     relpos_offset: str = "j-i"  # j-i (key j's offset from query i) | i-j (the direction flipped)
     relpos_far: str = "clip"  # clip | none (an index past the table raises) | wrap (% the table) | drop (no term)
     relpos_scaled: bool = True  # False: the position term added after the 1/sqrt(d) scaling
+    # mistakes no slug of v1 named (issue 10):
+    scale_at: str = "scores"  # scores | weights (the returned weights scaled after the softmax) | output
+    fill_value: float | None = None  # a modest finite value (0, -1, ...) the hidden scores get instead of -inf
+    per_head: str = "ok"  # W_o applied per head: ok | bias (bias added H times) | rows (W_o.weight's row blocks)
+    #                       | diagonal (W_o's diagonal block per head) | first (W_o's first column block for every head)
+    #                       with "+bias" (e.g. "rows+bias"): the bias added once per head
 
 
 RIGHT = Knobs()
@@ -44,6 +50,7 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     """(out, weights) of softmax((q k^T + bias) * scale, masked) v, with one mistake per knob. `bias` (..., Tq, Tk)
     is relative-position's position term, scaled with the content unless knobs.relpos_scaled is False."""
     scale = 1.0 / math.sqrt(q.size(-1)) if knobs.scale is None else knobs.scale
+    late, scale = (scale, 1.0) if knobs.scale_at != "scores" else (1.0, scale)  # a scale after the softmax
     scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
     if bias is not None and knobs.relpos_scaled:
         scores = scores + bias
@@ -53,7 +60,7 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     if mask is not None and knobs.mask in ("ok", "inverted"):
         hidden = ~mask if knobs.mask == "ok" else mask
         fill = float("-inf") if knobs.fill == "-inf" else torch.finfo(scores.dtype).min
-        scores = scores.masked_fill(hidden, fill)
+        scores = scores.masked_fill(hidden, fill if knobs.fill_value is None else knobs.fill_value)
     weights = torch.softmax(scores, dim=knobs.softmax_dim)
     if mask is not None and knobs.mask == "ok" and knobs.empty_rows == "zero":
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
@@ -61,7 +68,10 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
         weights = weights * mask  # probabilities zeroed after normalising: rows no longer sum to 1
     if mask is not None and knobs.mask == "after_softmax_inf":
         weights = weights.masked_fill(~mask, float("-inf"))  # -inf after the softmax: NaN once multiplied by v
-    return weights @ v, weights
+    if knobs.scale_at == "weights":
+        weights = weights * late
+    out = weights @ v
+    return (out * late if knobs.scale_at == "output" else out), weights
 
 
 def split_heads(x, H: int, how: str = "ok"):
@@ -96,8 +106,34 @@ def attend_and_merge(params: dict, q, k, v, mask=None, knobs: Knobs = RIGHT, bia
     if mask is not None and knobs.head_axis:
         mask = mask.unsqueeze(1)  # (B, 1, Tq or 1, Tk)
     y, weights = attention(q, k, v, mask, knobs, bias)
+    if knobs.per_head != "ok":
+        return project_per_head(params, y, knobs.per_head), weights
     y = merge_heads(y, knobs.merge)  # (B, Tq, D)
     return (linear(y, params, "W_o") if knobs.out_proj else y), weights
+
+
+def project_per_head(params: dict, y, how: str):
+    """W_o applied to each head of y (B, H, Tq, dv) before any merge, and the heads summed (or, for "diagonal",
+    put side by side): the ways of doing it that differ from W_o(merge(y)). Raises RuntimeError when the way
+    cannot apply to these widths (the user's code raises there too)."""
+    B, H, Tq, dv = y.shape
+    W, b = params["W_o.weight"], params.get("W_o.bias")  # W (D_out, H * dv)
+    blocks = {"bias": lambda h: W[:, h * dv:(h + 1) * dv],  # the right column block
+              "rows": lambda h: W[h * dv:(h + 1) * dv, :].T,  # a row block: y @ W_o.weight, no transpose
+              "first": lambda h: W[:, :dv]}  # every head through head 0's columns (a zero-padded head)
+    kind = how.split("+")[0]
+    if kind == "diagonal":  # head h through W_o's diagonal block, the heads concatenated
+        if W.shape[0] != H * dv:
+            raise RuntimeError("W_o is not square")
+        outs = [torch.nn.functional.linear(y[:, h], W[h * dv:(h + 1) * dv, h * dv:(h + 1) * dv],
+                                           None if b is None else b[h * dv:(h + 1) * dv]) for h in range(H)]
+        return torch.cat(outs, dim=-1)  # (B, Tq, D)
+    if kind == "rows" and W.shape[0] != H * dv:
+        raise RuntimeError("W_o's rows are not H blocks of dv")
+    out = sum(y[:, h] @ blocks[kind](h).T for h in range(H))  # (B, Tq, D_out)
+    if b is not None:
+        out = out + b * (H if kind == "bias" or how.endswith("+bias") else 1)
+    return out
 
 
 def mha(params: dict, H: int, query, key, value, mask=None, knobs: Knobs = RIGHT):

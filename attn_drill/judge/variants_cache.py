@@ -8,13 +8,13 @@ answer (tests/test_reference_kv_cache.py proves it); each knob reproduces one re
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from attn_drill.judge import rope_fit
 from attn_drill.judge.module_variants import gqa_project
-from attn_drill.judge.variants import Knobs, linear, merge_heads, repeat_kv, split_heads
+from attn_drill.judge.variants import Knobs, linear, merge_heads, project_per_head, repeat_kv, split_heads
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,9 @@ class CacheKnobs:
     freq: str = "ok"  # the frequency formula: a key of rope_fit.FREQUENCIES ("ok" = base ** (-2i/d))
     inv_freq: tuple[float, ...] | None = None  # each pair's angle per position, fitted: overrides freq
     positions: str = "ok"  # ok (T_past + t) | restart (every call counts from 0)
+    rope_values: bool = False  # True: v turned by RoPE like k (and cached turned)
+    scale_at: str = "scores"  # scores | output (1/sqrt(d) applied after the softmax, to the heads' output)
+    per_head: str = "ok"  # W_o applied per head before the merge: a way of variants.project_per_head
 
     @property
     def rope(self) -> Knobs:
@@ -72,6 +75,8 @@ def visible(Tq: int, Tk: int, how: str = "ok") -> torch.Tensor:
 def attend(q, k, v, knobs: CacheKnobs, scale: float):
     """softmax(q k^T * scale, causal) v; q (B, H, Tq, d), k and v (B, H, Tk, d) already repeated."""
     Tq, Tk = q.size(-2), k.size(-2)
+    if knobs.scale_at != "scores":  # the scale moved past the softmax, onto the output
+        return attend(q, k, v, replace(knobs, scale_at="scores"), 1.0) * scale
     scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, Tq, Tk)
     seen = visible(Tq, Tk, knobs.causal)
     if knobs.fill == "bias":
@@ -92,6 +97,8 @@ def project(params: dict, dims: dict, base: float, x, t_past: int, knobs: CacheK
     positions = torch.arange(start, start + x.size(1))
     q = rope_fit.rotate(q, positions, base, knobs.rope, knobs.inv_freq)
     k = rope_fit.rotate(k, positions, base, knobs.rope, knobs.inv_freq)
+    if knobs.rope_values:
+        v = rope_fit.rotate(v, positions, base, knobs.rope, knobs.inv_freq)
     return q, k, v
 
 
@@ -100,6 +107,8 @@ def finish(params: dict, dims: dict, q, k, v, knobs: CacheKnobs = RIGHT, scale: 
     g = dims["H"] // dims["Hkv"]
     scale = scale_of(knobs, dims) if scale is None else scale
     y = attend(q, repeat_kv(k, g, knobs.repeat), repeat_kv(v, g, knobs.repeat), knobs, scale)
+    if knobs.per_head != "ok":
+        return project_per_head(params, y, knobs.per_head)
     y = merge_heads(y, knobs.merge)  # (B, T, D)
     return linear(y, params, "W_o") if knobs.out_proj else y
 

@@ -18,6 +18,9 @@ class FlashKnobs:
     scale: float | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by
     causal: str = "ok"  # ok | diagonal (hides key i + (Tk - Tq)) | future (shows one key more) | topleft (j <= i)
     rescale: str = "ok"  # ok | acc (output not rescaled) | sum (running sum not) | none (neither) | blockmax
+    normalise: str = "ok"  # ok | never (the accumulator returned as it is) | stale (divided by the sum before the
+    #                        last block was added) | stale-rescaled (that sum rescaled to the last max)
+    scale_at: str = "scores"  # scores | output (1/sqrt(d) applied to the result, not to the scores)
 
 
 RIGHT = FlashKnobs()
@@ -38,6 +41,7 @@ def flash(q, k, v, causal: bool, block_size: int, knobs: FlashKnobs = RIGHT) -> 
     """(B, H, Tq, d) from float64 q, k, v; one mistake per knob."""
     Tq, Tk = q.size(-2), k.size(-2)
     scale = 1.0 / math.sqrt(q.size(-1)) if knobs.scale is None else knobs.scale
+    late, scale = (scale, 1.0) if knobs.scale_at == "output" else (1.0, scale)
     shown = visible(Tq, Tk, knobs.causal) if causal else None
     m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype)
     l = torch.zeros_like(m)
@@ -53,7 +57,11 @@ def flash(q, k, v, causal: bool, block_size: int, knobs: FlashKnobs = RIGHT) -> 
         shift = shift.masked_fill(shift == float("-inf"), 0.0)
         p = torch.exp(s - shift)
         alpha = torch.exp(m - shift)  # rescales what was summed under the old max
-        l = l * (alpha if knobs.rescale in ("ok", "acc") else 1.0) + p.sum(-1, keepdim=True)
+        kept = l * (alpha if knobs.rescale in ("ok", "acc") else 1.0)  # the old sum, rescaled to the new max
+        stale = kept if knobs.normalise == "stale-rescaled" else l
+        l = kept + p.sum(-1, keepdim=True)
         acc = acc * (alpha if knobs.rescale in ("ok", "sum") else 1.0) + p @ v[..., start:end, :]
         m = m_new
-    return acc / l  # 0/0 = NaN where a row saw no key
+    if knobs.normalise == "never":
+        return acc * late
+    return acc / (stale if knobs.normalise.startswith("stale") else l) * late  # 0/0 = NaN where a row saw no key

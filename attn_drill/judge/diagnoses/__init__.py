@@ -232,5 +232,5 @@ def values_mismatch(check) -> Finding:
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "layers",
-                "generic"):
+                "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

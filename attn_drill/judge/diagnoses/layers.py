@@ -26,7 +26,8 @@ from attn_drill.judge.variants_layers import PLACEMENTS, LayerKnobs
 LAYERS = ("encoder-layer", "decoder-layer")
 INSIDE = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverted", "mask-ignored", "mask-after-softmax",
           "mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection",
-          "wrong-output-shape", "nan-output", "exception")
+          "wrong-output-shape", "nan-output", "exception",
+          "scale-after-softmax", "mask-fill-zero", "wrong-projection", "projection-before-merge")
 
 
 # --- inside an attention sub-layer --------------------------------------------------------------
