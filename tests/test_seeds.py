@@ -8,7 +8,7 @@ import pytest
 
 from attn_drill import findings
 from attn_drill.process import Job, run_checks
-from tests.test_corpus import FILES, expected_slug
+from test_corpus import FILES, expected_slug
 
 SAMPLE = 15
 SEEDS = (1, 2)

@@ -42,7 +42,9 @@ def diagnose(check) -> list[Finding]:
     for _, exercises, fn in REGISTRY:
         if exercises is None or check.spec.id in exercises:
             found = fn(check)
-            if found:
+            if isinstance(found, list):  # two mistakes at once: both findings
+                out += found
+            elif found:
                 out.append(found)
     causes = [f for f in out if f.level == "error" and f.slug not in SYMPTOMS and f.score >= 0.9]
     if not causes:  # no single mistake explains it: two at once?

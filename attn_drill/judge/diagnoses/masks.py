@@ -66,6 +66,11 @@ def inverted(check):
                 "True where the key must be hidden (nn.MultiheadAttention's convention)", EITHER, BUILD)
     if f:
         return f
+    for part, fn in (("causal", "causal_mask"), ("padding", "padding_mask")):  # one function inverted, the other right
+        f = finding(check, "mask-inverted", MaskKnobs(part=part),
+                    f"the {part} part True where the key must be hidden, the other part right", fn, BUILD)
+        if f:
+            return f
     for other, also in ((MaskKnobs(inverted=True, top_left=True), "also top-left aligned where tq != tk"),
                         (MaskKnobs(inverted=True, diagonal=-1), "also off by one at the diagonal")):
         f = finding(check, "mask-inverted", other, f"True where the key must be hidden, and {also}", EITHER,
@@ -88,9 +93,45 @@ def diagonal(check):
 
 @diagnosis("causal-misaligned", ("masks",))
 def misaligned(check):
-    return finding(check, "causal-misaligned", MaskKnobs(top_left=True), "top-left aligned: query i sees keys "
-                   "j <= i whatever tq and tk (SDPA's is_causal=True), right only when tq == tk", "causal_mask",
-                   COMPARE)
+    return (finding(check, "causal-misaligned", MaskKnobs(top_left=True), "top-left aligned: query i sees keys "
+                    "j <= i whatever tq and tk (SDPA's is_causal=True), right only when tq == tk", "causal_mask",
+                    COMPARE)
+            or finding(check, "causal-misaligned", MaskKnobs(offset_sign=-1), "the offset taken with the wrong sign: "
+                       "j <= i - (tk - tq) instead of j <= i + (tk - tq), right only when tq == tk", "causal_mask",
+                       COMPARE | {"sub", "__sub__", "__rsub__", "add", "__add__"}))
+
+
+PAIRS = [("causal-diagonal", MaskKnobs(diagonal=-1), "the diagonal hidden"),
+         ("causal-diagonal", MaskKnobs(diagonal=1), "one future key shown"),
+         ("causal-misaligned", MaskKnobs(top_left=True), "top-left aligned"),
+         ("padding-off-by-one", MaskKnobs(length_shift=1), "one key too many"),
+         ("padding-off-by-one", MaskKnobs(length_shift=-1), "one key too few"),
+         ("padding-on-queries", MaskKnobs(rows="queries"), "query rows hidden"),
+         ("mask-inverted", MaskKnobs(part="causal"), "the triangle inverted"),
+         ("mask-inverted", MaskKnobs(part="padding"), "the padding inverted")]
+
+
+@diagnosis(("causal-diagonal", "causal-misaligned", "padding-off-by-one", "padding-on-queries", "mask-inverted"),
+           ("masks",))
+def two_at_once(check):
+    """Two mask mistakes at once (each in its own function, or both in one): both findings, or None. Only when
+    no single mistake explains every case (a pair never outranks one mistake)."""
+    singles = [k for _, k, _ in PAIRS]
+    if any(telling(check, k) for k in singles):
+        return None
+    for i, (slug_a, a, how_a) in enumerate(PAIRS):
+        for slug_b, b, how_b in PAIRS[i + 1:]:
+            both = MaskKnobs(**{**_set(a), **_set(b)})
+            if slug_a == slug_b or _set(a).keys() & _set(b).keys() or not telling(check, both):
+                continue
+            said = f"{how_a} and {how_b}: together that is exactly your mask on every case that differs"
+            return [findings.make(slug_a, said + f" (two mistakes: {slug_a} and {slug_b})", score=0.96),
+                    findings.make(slug_b, said + f" (two mistakes: {slug_a} and {slug_b})", score=0.95)]
+    return None
+
+
+def _set(knobs: MaskKnobs) -> dict:
+    return {k: v for k, v in vars(knobs).items() if v != getattr(MaskKnobs(), k)}
 
 
 @diagnosis("padding-off-by-one", ("masks",))

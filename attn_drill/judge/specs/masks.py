@@ -29,18 +29,22 @@ class MaskKnobs:
     top_left: bool = False  # causal: j <= i whatever tq and tk (SDPA's is_causal=True)
     length_shift: int = 0  # padding: +1 keeps one key too many (j <= length), -1 one too few
     rows: str = "keys"  # attention_mask: keys (right) | queries (lengths hide query rows) | both
+    part: str = ""  # inverted in one part only: "causal" (the triangle) or "padding" (the lengths)
+    offset_sign: int = 1  # causal: -1 takes the bottom-right offset with the wrong sign (j <= i - (tk - tq))
 
 
 RIGHT = MaskKnobs()
 
 
 def causal(tq: int, tk: int, knobs: MaskKnobs = RIGHT) -> torch.Tensor:
-    offset = (0 if knobs.top_left else tk - tq) + knobs.diagonal
-    return torch.arange(tk)[None, :] <= torch.arange(tq)[:, None] + offset  # (tq, tk)
+    offset = (0 if knobs.top_left else knobs.offset_sign * (tk - tq)) + knobs.diagonal
+    mask = torch.arange(tk)[None, :] <= torch.arange(tq)[:, None] + offset  # (tq, tk)
+    return ~mask if knobs.part == "causal" else mask
 
 
 def padding(lengths: torch.Tensor, t: int, knobs: MaskKnobs = RIGHT) -> torch.Tensor:
-    return torch.arange(t)[None, :] < (lengths + knobs.length_shift)[:, None]  # (B, t)
+    mask = torch.arange(t)[None, :] < (lengths + knobs.length_shift)[:, None]  # (B, t)
+    return ~mask if knobs.part == "padding" else mask
 
 
 def attention(lengths: torch.Tensor, t: int, is_causal: bool, knobs: MaskKnobs = RIGHT) -> torch.Tensor:
