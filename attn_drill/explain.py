@@ -257,6 +257,12 @@ def _trivial(node: ast.AST) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute, ast.Constant))
 
 
+def _splits(value: ast.AST) -> bool:
+    """A call that returns several tensors (split, chunk, unbind), as the statement's whole value."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        value.func.attr in ("split", "chunk", "unbind", "tensor_split")
+
+
 def _what(node: ast.stmt, source: str) -> str | None:
     """The value a shape question asks about: the last target assigned (the one whose call runs last), or the
     returned value whose call runs last (in `return weights @ v, weights` the first); None for anything else."""
@@ -271,6 +277,8 @@ def _what(node: ast.stmt, source: str) -> str | None:
                 return text(target.elts[busy[-1]]) if busy else None
             named = [t for t in target.elts if text(t) != "_"]  # `m, _ = x.max(...)`: m, shaped like the _
             return text(named[-1]) if named else None
+        if _splits(value):
+            return None  # `Q = x.split(...)` holds a tuple of tensors: no one shape to ask about
         return text(target)
     if isinstance(node, ast.Return) and node.value is not None:
         if isinstance(node.value, ast.Tuple):

@@ -295,7 +295,8 @@ def say(out: Console, *parts) -> None:
     safe = [(printable(p[0], multiline=True), p[1]) if isinstance(p, tuple) else printable(p, multiline=True)
             for p in parts]
     text = Text.assemble(*safe)
-    folds = out.is_terminal or "COLUMNS" in os.environ  # a pipe or a log keeps a message on one line
+    # a pipe or a log keeps a message on one line, and so does an error (one line, whatever the width)
+    folds = (out.is_terminal or "COLUMNS" in os.environ) and not out.stderr
     if folds and "\n" not in text.plain and len(text.plain) > out.width:
         text = Text.assemble(*_fold(safe, out.width))
     out.print(text, soft_wrap=True)

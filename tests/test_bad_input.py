@@ -200,7 +200,7 @@ def run_in(setup: str, folder: Path, *args: str, timeout: float = 300) -> subpro
 
 VERDICT = r"^(PASSED|FAILED)  sdpa"  # a verdict, whichever: what it is is the checker's business, not ours here
 COMMANDS = {  # what each must still print (a regular expression)
-    "list": (["list"], "Scaled dot-product attention"),
+    "list": (["list"], "Scaled dot-product"),
     "hint": (["hint"], "hint 1/"),
     "stats": (["stats"], "sdpa"),
     "start": (["start", "mha"], "Wrote the skeleton"),

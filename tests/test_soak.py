@@ -25,7 +25,9 @@ def right(report: dict, path: Path) -> bool:
     slug = expected(path)
     if slug is None:
         return report["passed"]
-    return bool(report["findings"]) and report["findings"][0]["slug"] == slug
+    if slug.startswith("ok-"):  # correct, with that warning
+        return report["passed"]
+    return bool(report["findings"]) and report["findings"][0]["slug"] in slug.split("+")
 
 
 def test_eight_checks_at_once_and_a_batch_on_one_home(isolated, home):

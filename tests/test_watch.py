@@ -281,16 +281,23 @@ def descendants(pid: int) -> set[int]:
 
 def read_until(proc, text: str, seen: list, limit: float = 180) -> None:
     """Read proc's stdout lines into `seen` until one holds `text` (a generous limit: no timing margin)."""
+    import os
     import select
 
+    fd = proc.stdout.fileno()  # read the pipe itself: a buffered readline can hold lines select() no longer sees
+    partial = _PARTIAL.setdefault(proc.pid, [b""])
     deadline = time.monotonic() + limit
     while not any(text in line for line in seen):
         assert time.monotonic() < deadline, f"no {text!r} in {seen}"
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         if ready:
-            line = proc.stdout.readline()
-            assert line, f"watch ended before {text!r}: {seen}"
-            seen.append(line)
+            chunk = os.read(fd, 65536)
+            assert chunk, f"watch ended before {text!r}: {seen}"
+            *lines, partial[0] = (partial[0] + chunk).split(b"\n")
+            seen += [line.decode("utf-8", "replace") + "\n" for line in lines]
+
+
+_PARTIAL: dict = {}  # pid -> the bytes of a line not ended yet
 
 
 @needs_warm

@@ -262,9 +262,6 @@ def relative_position(spec, gen) -> Setup:
                  [("forward(x, mask)", _module(spec, case))])
 
 
-SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
-          "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
-          "relative-position": relative_position}
 def encoder_layer(spec, gen) -> Setup:
     sizes = {"B": 4, "H": 5, "T": 6, "d": 7, "D": 35, "d_ff": 11}
     config = {"d_model": 35, "num_heads": 5, "d_ff": 11, "norm_first": False}
@@ -284,5 +281,5 @@ def decoder_layer(spec, gen) -> Setup:
 
 
 SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
-          "rope": rope, "kv-cache": kv_cache, "flash": flash, "encoder-layer": encoder_layer,
-          "decoder-layer": decoder_layer}
+          "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
+          "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer}
