@@ -13,9 +13,12 @@ if TYPE_CHECKING:
 
 def keep_attempt(ex: "Exercise", path: Path, rep, data: Optional[bytes] = None) -> bool:
     """After a check of the exercise's practice file (the one `start` wrote): keep that version with its
-    verdict. Other files (a batch of someone else's, a mock's file) are not your attempts. True if kept."""
+    verdict. Other files (a batch of someone else's, a mock's file) and untouched skeletons are not your attempts.
+    True if kept."""
     from attn_drill import attempts, state
 
+    if getattr(rep, "not_started", False):
+        return False  # the skeleton's TODOs: not an attempt yet
     practice = state.load().file(ex.id)
     if practice is None or practice.resolve() != Path(path).resolve():
         return False

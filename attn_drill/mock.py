@@ -30,7 +30,7 @@ from typing import Iterator
 from attn_drill import catalogue, explain, history, paths, questions, schedule
 from attn_drill.catalogue import Exercise
 
-CLOCK_ENV = "ATTN_DRILL_CLOCK"
+CLOCK_ENV = schedule.CLOCK_ENV  # a file holding a fake "now", for tests
 N_QUESTIONS = 3
 N_FOLLOW_UP = 4  # after a pass: at least this many follow-ups, the explain round's first (it asks up to 5)
 POLL = 0.05  # seconds between looks at the keyboard, the file and the clock
@@ -42,14 +42,8 @@ MAX_LIMIT = 24 * 3600.0  # a session file with a longer clock is not one we wrot
 
 
 def now() -> float:
-    """Seconds since the epoch, or the fake time in the file ATTN_DRILL_CLOCK names."""
-    fake = os.environ.get(CLOCK_ENV)
-    if fake:
-        try:
-            return float(Path(fake).read_text().strip())
-        except (OSError, ValueError):
-            pass
-    return time.time()
+    """Seconds since the epoch, or the fake time in the file ATTN_DRILL_CLOCK names (schedule.now)."""
+    return schedule.now()
 
 
 @dataclass

@@ -5,7 +5,6 @@ and the script `repro` writes is run with plain python in a subprocess."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil

@@ -10,7 +10,7 @@ from attn_drill import findings
 from attn_drill.process import Job, run_checks
 from test_corpus import FILES, expected_slug
 
-SAMPLE = 15
+SAMPLE = 25
 SEEDS = (1, 2)
 ALL_SEEDS = (1, 2, 3, 4, 5)
 

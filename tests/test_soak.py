@@ -57,4 +57,6 @@ def test_eight_checks_at_once_and_a_batch_on_one_home(isolated, home):
 
     with sqlite3.connect(home / "history.sqlite3") as db:
         recorded = db.execute("SELECT COUNT(*) FROM checks").fetchone()[0]
-    assert recorded == len(singles) + len(batch_files)  # every check, none lost to a locked database
+    # every single check, none lost to a locked database; a batch of files that are not your practice files is not
+    # your history (issue 13), so it records nothing
+    assert recorded == len(singles)

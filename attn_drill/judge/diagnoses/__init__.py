@@ -201,7 +201,7 @@ def departure(check):
         o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
                   and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), None)
         check._departure = None
-        if o is not None and getattr(check, "target", None) is not None:
+        if o is not None and getattr(check, "target", None) is not None and getattr(check.spec, "localise", True):
             from attn_drill import paths
 
             check._departure = localise.locate(check.spec, check.target, o.case, check.path,

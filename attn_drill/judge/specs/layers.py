@@ -140,6 +140,10 @@ class LayerSpec(ModuleSpec):
     def scale_names(self, case):
         return {}
 
+    # the layer's own locator names the departing sub-layer, residual or norm (localise.py's op-level steps do not
+    # see through the user's own MultiHeadAttention into the layer's structure)
+    localise = False
+
     def locate(self, check):
         from attn_drill.judge.layer_hooks import locate
         return locate(check)
