@@ -326,8 +326,9 @@ def root_help(width: int = 80) -> str:
 
 
 def _fast_path(argv: List[str]) -> bool:
-    """Answer the root help and the plain forms of `list`, `start` and `hint` without typer (whose parameter
-    parsing imports pydantic: ~0.2 s); False for anything else, which typer parses (and explains)."""
+    """Answer the root help and the plain forms of `list`, `start`, `hint` and `check` without typer (whose
+    parameter parsing imports pydantic: ~0.2 s, before a check's worker even starts); False for anything else,
+    which typer parses (and explains)."""
     if argv == ["list"]:
         cmd_list()
         return True
@@ -348,6 +349,13 @@ def _fast_path(argv: List[str]) -> bool:
             folder = options.get("--dir")
             cmd_start(exercise_id, Path(folder) if folder else None, "--force" in flags)
             return True
+    if argv[:1] == ["check"]:  # the plain forms; --seed and --timeout go through typer, which checks their type
+        parsed = _plain(argv[1:], flags={"--json", "--no-record", "-v", "--verbose"}, options={"-e", "--exercise"})
+        if parsed:
+            paths, flags, options = parsed
+            exercise_id = options.get("--exercise", options.get("-e"))
+            raise SystemExit(cmd_check([Path(p) for p in paths], exercise_id, "--json" in flags, None, None,
+                                       bool(flags & {"-v", "--verbose"}), record="--no-record" not in flags))
     if argv[:1] == ["hint"]:
         parsed = _plain(argv[1:], flags={"--all"}, options=set())
         if parsed and len(parsed[0]) <= 1:
