@@ -1,6 +1,6 @@
 """A file gets the same verdict under every seed: the corpus's expected first finding under other seeds than the
-corpus test's. By default a sample (every SAMPLE-th wrong file of each exercise, the correct ones too) under two
-seeds; `python -m pytest -m slow tests/test_seeds.py` runs every corpus file under five."""
+corpus test's. By default a sample (every SAMPLE-th file of each exercise) under one more seed than the
+corpus test's; `python -m pytest -m slow tests/test_seeds.py` runs every corpus file under five."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from attn_drill.process import Job, run_checks
 from test_corpus import FILES, expected_slug
 
 SAMPLE = 25
-SEEDS = (1, 2)
+SEEDS = (2,)  # the corpus test runs seed 1234: together, two seeds a file
 ALL_SEEDS = (1, 2, 3, 4, 5)
 
 
