@@ -114,12 +114,6 @@ def _quote(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def _current(st: "State", command: str) -> "Exercise":
-    from attn_drill import resolve
-
-    return resolve.current(st, command)
-
-
 def _nice(path: Path) -> str:
     """A path relative to the current folder when it is inside it, else absolute."""
     try:

@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from attn_drill.commands import _current, _exercise, _fail, _nice, _show
+from attn_drill import resolve
+from attn_drill.commands import _fail, _nice, _show
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
@@ -38,7 +39,7 @@ def cmd_attempts(exercise_id: Optional[str], number: Optional[int], diff: bool) 
     from attn_drill import attempts, state
 
     st = state.load()
-    ex = _exercise(exercise_id) if exercise_id else _current(st, "attempts")
+    ex = resolve.exercise_or_current(exercise_id, st, "attempts")
     index = attempts.load(ex.id)
     if number is None:
         if diff:
@@ -152,7 +153,7 @@ def cmd_repro(exercise_id: Optional[str]) -> None:
     from attn_drill import attempts, render, repro, state
 
     st = state.load()
-    ex = _exercise(exercise_id) if exercise_id else _current(st, "repro")
+    ex = resolve.exercise_or_current(exercise_id, st, "repro")
     failure = attempts.load(ex.id).last_failure
     if failure is None:
         _fail(f"no failing check of {ex.id} to replay yet.",

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from attn_drill.commands import (TIMEOUT_RANGE, _current, _exercise, _fail, _is_file, _kind, _nice, _say, _show,
+from attn_drill import resolve
+from attn_drill.commands import (TIMEOUT_RANGE, _fail, _is_file, _kind, _nice, _say, _show,
                                  valid_number, valid_seed)
 
 PLOT_EXTRA = 'pip install "attn-drill[plot]"'
@@ -24,7 +25,7 @@ def cmd_show(exercise_id: Optional[str], png: Optional[Path], seed: Optional[int
     if png is not None:
         _png_ready(png)
     st = state.load()
-    ex = _exercise(exercise_id) if exercise_id else _current(st, "show")
+    ex = resolve.exercise_or_current(exercise_id, st, "show")
     path = _file_of(ex, st)
     seed = DEFAULT_SEED if seed is None else seed
     try:
