@@ -43,16 +43,17 @@ def cmd_show(exercise_id: Optional[str], png: Optional[Path], seed: Optional[int
 
 
 def _png_ready(png: Path) -> None:
-    """matplotlib importable and a folder to write in, before anything runs: one line and exit 2 if not."""
-    try:
-        import matplotlib  # noqa: F401 - only with --png
-    except ImportError:
-        _fail(f"--png needs matplotlib, an optional extra: {PLOT_EXTRA}")
+    """A folder to write in, then matplotlib importable, before anything runs: one line and exit 2 if not.
+    The path comes first: it is the user's to mend whether or not the extra is installed."""
     if _kind(png) == "dir":
         _fail(f"{_show(png)} is a folder; give a file name for the image, e.g. {_show(png / 'maps.png')}.")
     folder = png.parent if str(png.parent) else Path(".")
     if _kind(folder) != "dir":
         _fail(f"no folder {_show(folder)} to write {_show(png.name)} in.")
+    try:
+        import matplotlib  # noqa: F401 - only with --png
+    except ImportError:
+        _fail(f"--png needs matplotlib, an optional extra: {PLOT_EXTRA}")
 
 
 def _file_of(ex, st) -> Path:

@@ -418,6 +418,15 @@ def test_usage_errors_are_one_line_and_exit_2(isolated, tmp_path):
     assert r.exit_code == 2 and "no folder" in r.output
 
 
+def test_a_bad_png_path_is_named_with_or_without_matplotlib(isolated, tmp_path, monkeypatch):
+    started("mha", ROOT / "reference" / "mha.py")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as on a machine without the [plot] extra
+    r = invoke("show", "--png", str(tmp_path / "nowhere" / "maps.png"))
+    assert r.exit_code == 2 and r.output.startswith("error: no folder ")
+    r = invoke("show", "--png", str(tmp_path))
+    assert r.exit_code == 2 and "is a folder; give a file name" in r.output
+
+
 def test_png_without_matplotlib_says_how_to_install_it(isolated, monkeypatch):
     started("mha", ROOT / "reference" / "mha.py")
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
