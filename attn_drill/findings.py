@@ -464,6 +464,16 @@ SUBLAYER = "in {sublayer}: {title}"  # a mistake inside a layer's attention sub-
 # a layer that never hands a sub-layer its mask: the mask-ignored finding, said of the layer, not of attention
 NOT_HANDED_FIX = "Hand the mask on to the sub-layer: {call}."
 
+# wrong-head-merge when whole heads are moved (reversed, shuffled), not interleaved with time steps
+HEADS_MOVED = ("Heads are merged out of order",
+               "Each head must return to its own features: head h to [h*d, (h+1)*d), in order.",
+               "Concatenate the heads in order 0..H-1: torch.cat(heads, dim=-1), or "
+               "y.transpose(1, 2).reshape(B, T, D)  # (B, H, T, d) -> (B, T, H, d) -> (B, T, D).")
+
+# mask-head-broadcast when heads were flattened to (B*H) for bmm and the mask tiled head-major
+MASK_TILED_FIX = ("Tile the mask the way the heads were flattened, batch-major: "
+                  "mask.repeat_interleave(H, dim=0)  # (B*H, Tq, Tk), row b*H + h is sequence b's mask.")
+
 
 def in_sublayer(finding: Finding, sublayers: list[str], evidence: str) -> Finding:
     """The finding of a mistake inside an attention sub-layer, said of that sub-layer: "in cross_attn: the

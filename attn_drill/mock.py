@@ -59,7 +59,8 @@ class Session:
     reason: str = ""  # why this exercise was picked
     phase: str = "coding"  # coding, then questions, then done
     checks: int = 0
-    hints: int = 0
+    hints: int = 0  # every hint shown, each costs HINT_COST: the mistakes' and the exercise's
+    mistake_hints: dict = field(default_factory=dict)  # {slug: how many of its hints were shown}
     mistakes: list[str] = field(default_factory=list)  # error slugs of every failing check, in order
     last: dict | None = None  # the last check: {"passed", "slugs"}
     seen: list | None = None  # the file's version (watch.signature) last checked, or the fresh skeleton's
@@ -143,6 +144,7 @@ SESSION_FIELDS = {
     "phase": lambda v: v in ("coding", "questions", "done"),
     "checks": _count,
     "hints": _count,
+    "mistake_hints": lambda v: isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items()),
     "mistakes": _strings,
     "last": _optional(lambda v: isinstance(v, dict) and _strings(v.get("slugs"))),
     "seen": _optional(lambda v: isinstance(v, list)),
@@ -324,13 +326,27 @@ def _coding(session: Session, ex: Exercise, ui, keys, checker) -> None:
 
 
 def _hint(session: Session, ex: Exercise, ui) -> None:
+    """After a failing check, the named mistake's hints first (as `attn-drill hint` gives them), then the
+    exercise's own; each costs HINT_COST."""
+    from attn_drill import hints
+
     if session.strict:
         return ui.strict_no_hints()
-    if session.hints >= len(ex.hints):
-        return ui.hint(None, session.hints, len(ex.hints))
+    last = session.last or {}
+    slug = last["slugs"][0] if not last.get("passed") and last.get("slugs") else None
+    mine = hints.for_mistakes().get(slug, ()) if slug else ()
+    seen = session.mistake_hints.get(slug, 0) if slug else 0
+    if seen < len(mine):
+        session.mistake_hints[slug] = seen + 1
+        session.hints += 1
+        save(session)
+        return ui.hint(mine[seen], seen + 1, len(mine), about=slug)
+    general = session.hints - sum(session.mistake_hints.values())
+    if general >= len(ex.hints):
+        return ui.hint(None, general, len(ex.hints))
     session.hints += 1
     save(session)
-    ui.hint(ex.hints[session.hints - 1], session.hints, len(ex.hints))
+    ui.hint(ex.hints[general], general + 1, len(ex.hints))
 
 
 def _version(path: Path) -> list | None:

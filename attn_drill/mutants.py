@@ -451,12 +451,15 @@ FINDERS = (drop_unsqueeze, drop_scale, drop_transpose, change_dim, interleave_to
 # Mistakes the checker can name per exercise (EXERCISES.md's table), the pool the wrong choices come from.
 _ATTENTION = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverted", "mask-ignored",
               "mask-after-softmax", "nan-output", "wrong-output-shape", "exception")
-_MODULE = _ATTENTION + ("mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection")
+_MODULE = _ATTENTION + ("mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection",
+                       "mask-fill-zero", "scale-after-softmax", "wrong-projection", "projection-before-merge")
 _LAYER = ("missing-residual", "norm-placement", "missing-activation")
 _ROPE = ("rope-interleaved", "rope-wrong-frequencies", "rope-wrong-direction", "rope-positions-ignored")
+# a title with a parameter, as a choice: the parameter's most common value
+CHOICE_PARAMS = {"mask-fill-zero": {"value": "0"}, "missing-residual": {"sublayer": "a sub-layer"}}
 PLAUSIBLE = {
     "softmax": ("softmax-wrong-dim", "softmax-unstable", "nan-output", "wrong-output-shape", "exception"),
-    "sdpa": _ATTENTION,
+    "sdpa": _ATTENTION + ("mask-fill-zero", "scale-after-softmax"),
     "masks": ("mask-inverted", "causal-diagonal", "causal-misaligned", "padding-off-by-one", "padding-on-queries",
               "wrong-output-shape", "exception"),
     "mha": _MODULE,
@@ -465,10 +468,12 @@ PLAUSIBLE = {
     "rope": _ROPE + ("nan-output", "wrong-output-shape", "exception"),
     "kv-cache": ("missing-scale", "wrong-scale", "softmax-wrong-dim", "wrong-head-split", "wrong-head-merge",
                  "missing-output-projection", "kv-repeat-order", "causal-diagonal", "causal-misaligned",
-                 "cache-wrong-axis", "wrong-output-shape", "exception") + _ROPE,
+                 "cache-wrong-axis", "wrong-output-shape", "exception", "rope-on-values", "mask-fill-zero",
+                 "scale-after-softmax", "projection-before-merge", "wrong-projection") + _ROPE,
     "flash": ("missing-scale", "wrong-scale", "causal-diagonal", "causal-misaligned", "online-softmax-no-rescale",
-              "full-scores-materialized", "nan-output", "wrong-output-shape", "exception"),
-    "self-attention": _ATTENTION,
+              "online-softmax-no-normalise", "mask-fill-zero", "scale-after-softmax", "full-scores-materialized",
+              "nan-output", "wrong-output-shape", "exception"),
+    "self-attention": _ATTENTION + ("mask-fill-zero", "scale-after-softmax", "wrong-projection"),
     "mha-dims": _MODULE,
     "relative-position": _MODULE + ("relpos-direction", "relpos-no-clip", "relpos-unscaled"),
     "encoder-layer": _MODULE + _LAYER,
@@ -500,7 +505,7 @@ def _slug_choice(slug: str) -> str:
     """A diagnosis of the exercise as a wrong choice, in findings.py's words."""
     if slug == "exception":
         return "an error: RuntimeError"
-    return choice_text(slug, findings.WORDING[slug][1])
+    return choice_text(slug, findings.WORDING[slug][1].format(**CHOICE_PARAMS.get(slug, {})))
 
 
 def what_breaks(path: Path, exercise: str, seed: int, limit: int = 2, *,

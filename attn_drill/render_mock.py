@@ -144,12 +144,14 @@ class MockScreen:
             self._minute = clock(left).split(":")[0]
             say(self.out, text)
 
-    def hint(self, text: str | None, shown: int, total: int) -> None:
+    def hint(self, text: str | None, shown: int, total: int, about: str | None = None) -> None:
+        """A hint, `about` the mistake the last check named (its own count), else one of the exercise's."""
         self._break()
         if text is None:
             say(self.out, f"No more hints (all {total} used).")
         else:
-            say(self.out, (f"hint {shown}/{total}  ", "cyan"), (text, "bold"), (f"  (-{HINT_COST} points)", "dim"))
+            which = f"hint for {about} {shown}/{total}  " if about else f"hint {shown}/{total}  "
+            say(self.out, (which, "cyan"), (text, "bold"), (f"  (-{HINT_COST} points)", "dim"))
 
     def strict_no_hints(self) -> None:
         self._break()

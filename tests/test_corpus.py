@@ -142,8 +142,8 @@ for _exercise in ("mha", "mha-fused", "gqa", "mha-dims", "relative-position", "k
     REQUIRED[_exercise] |= {"projection-before-merge"}
 for _exercise in ("encoder-layer", "decoder-layer"):  # inside an attention sub-layer
     REQUIRED[_exercise] |= {"scale-after-softmax", "mask-fill-zero", "wrong-projection", "projection-before-merge"}
-REQUIRED["kv-cache"] |= {"scale-after-softmax", "rope-on-values"}
-REQUIRED["flash"] |= {"scale-after-softmax", "online-softmax-no-normalise"}
+REQUIRED["kv-cache"] |= {"scale-after-softmax", "rope-on-values", "mask-fill-zero"}
+REQUIRED["flash"] |= {"scale-after-softmax", "online-softmax-no-normalise", "mask-fill-zero"}
 
 
 def test_corpus_covers_every_pair():

@@ -124,6 +124,33 @@ def session(**kw) -> mock.Session:
     return mock.Session(**base)
 
 
+class Hints:
+    """The ui's hint calls, as (text, shown, total, about)."""
+
+    def __init__(self):
+        self.said = []
+
+    def hint(self, text, shown, total, about=None):
+        self.said.append((text, shown, total, about))
+
+
+def test_h_gives_the_named_mistake_s_hints_first_then_the_exercise_s(isolated):
+    from attn_drill import hints
+
+    s = session(last={"passed": False, "slugs": ["mask-inverted"]}, hints=0, ended_at=None, ended_by=None)
+    ui, own = Hints(), hints.for_mistakes()["mask-inverted"]
+    for _ in range(len(own) + len(SDPA.hints) + 1):
+        mock._hint(s, SDPA, ui)
+    assert ui.said[:len(own)] == [(h, i + 1, len(own), "mask-inverted") for i, h in enumerate(own)]
+    general = ui.said[len(own):]
+    assert general[:-1] == [(h, i + 1, len(SDPA.hints), None) for i, h in enumerate(SDPA.hints)]
+    assert general[-1] == (None, len(SDPA.hints), len(SDPA.hints), None)  # all used: no charge
+    assert s.hints == len(own) + len(SDPA.hints) and s.mistake_hints == {"mask-inverted": len(own)}
+    s.last = {"passed": False, "slugs": ["missing-scale"]}  # a new mistake brings its own hints
+    mock._hint(s, SDPA, ui)
+    assert ui.said[-1][3] == "missing-scale" and s.hints == len(own) + len(SDPA.hints) + 1
+
+
 def test_the_scorecard_adds_up():
     qs = questions.pick(["scaling"], 3, rng=random.Random(0))
     right_two = [qs[0].answer, qs[1].answer, qs[2].answer % len(qs[2].choices) + 1]

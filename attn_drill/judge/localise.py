@@ -273,7 +273,7 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False) -> Depart
     hits = reproduced(ref, user)
     vouched = [h is not None for h in hits]
     for i in reversed(range(len(ref))):  # a step computed from this one is reproduced: this one is right too
-        vouched[i] = vouched[i] or any(vouched[c] for c in children(ref, i))
+        vouched[i] = vouched[i] or any(vouched[c] and ref[c].name not in LOSSY for c in children(ref, i))
     # a tensor of one repeated value (the zeros a loop starts from) cannot be told apart, nor can a boolean helper
     # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
     right = [v or (r.aux and not bool_steps) or not informative(r.out) for v, r in zip(vouched, ref)]
@@ -283,6 +283,13 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False) -> Depart
         if all(right[p] for p in r.parents):
             return explain(ref, i, user, hits)
     return None
+
+
+# a max or a comparison comes out the same from many inputs (a row max is blind to its hidden scores being 0
+# rather than -inf): that it is reproduced says nothing of the step it was computed from
+LOSSY = {"amax", "max", "amin", "min", "argmax", "argmin", "maximum", "minimum", "any", "all", "logsumexp",
+         "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "gt", "ge", "lt", "le", "eq", "ne",
+         "isinf", "isnan", "isfinite", "sign"}
 
 
 def children(ref: list[Op], i: int) -> list[int]:

@@ -69,8 +69,31 @@ def merge_is_permuted(check) -> str | None:
     B = want.size(0)
     if closeness(got.reshape(B, -1).sort(-1).values, want.reshape(B, -1).sort(-1).values) > 1e-9:
         return None
-    return (f"W_o receives exactly the values of the correctly merged heads, in another order ({case.label}): "
+    said = (f"W_o receives exactly the values of the correctly merged heads, in another order ({case.label}): "
             "attention is right, the merge rearranges it")
+    order = head_order(got, want, case.dims["H"])
+    if order is not None:
+        reverse = order == list(range(len(order)))[::-1]
+        said += (": the heads are concatenated in reverse order" if reverse else
+                 ": each head whole, at another head's features (" +
+                 ", ".join(f"head {h} at {p}" for h, p in enumerate(order) if h != p) + ")")
+    return said
+
+
+def head_order(got: torch.Tensor, want: torch.Tensor, H: int) -> list[int] | None:
+    """Where each head's block of features went, when the user's merge moves whole heads: order[h] is the block
+    of `got` that holds the reference's head h; None when the blocks are not whole heads."""
+    B, T, D = want.shape
+    if D % H:
+        return None
+    g, w = got.reshape(B, T, H, D // H), want.reshape(B, T, H, D // H)
+    order = []
+    for h in range(H):
+        at = [p for p in range(H) if closeness(g[:, :, p], w[:, :, h]) < 1e-9]
+        if len(at) != 1:
+            return None
+        order.append(at[0])
+    return order if sorted(order) == list(range(H)) else None
 
 
 def _record(seen: dict, name: str):

@@ -20,7 +20,7 @@ class Knobs:
     mask: str = "ok"  # ok | inverted | ignored | after_softmax | after_softmax_inf
     fill: str = "-inf"  # what hidden scores get: -inf | min (finfo.min; differs only where a whole softmax axis is hidden)
     empty_rows: str = "zero"  # a query with no visible key: zero (the reference, SDPA) | kept (what the fill gives)
-    head_axis: bool = True  # mha: the mask gets a head axis before broadcasting
+    head_axis: bool | str = True  # mha: the mask gets a head axis before broadcasting; "kv" (gqa) | "tiled"
     split: str = "ok"  # mha: ok | blocks (view(B, H, T, d) with no transpose)
     merge: str = "ok"  # mha: ok | blocks (reshape(B, T, D) with no transpose back)
     out_proj: bool = True  # mha: W_o applied
@@ -103,7 +103,12 @@ def repeat_kv(t: torch.Tensor, groups: int, how: str = "ok") -> torch.Tensor:
 def attend_and_merge(params: dict, q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     """The modules' tail: q (B, H, Tq, d) attends over k, v (B, H, Tk, d) under a mask with no head axis
     (B, Tq or 1, Tk), the heads merged back and W_o applied: (out (B, Tq, D), weights)."""
-    if mask is not None and knobs.head_axis:
+    if mask is not None and knobs.head_axis == "tiled":
+        # heads flattened into (B*H) for bmm, the mask tiled with repeat(H, 1, 1): row b*H + h of the flat scores
+        # gets mask[(b*H + h) % B], another sequence's mask (repeat_interleave(H, dim=0) is what lines up)
+        B, H = q.size(0), q.size(1)
+        mask = mask.repeat(H, 1, 1).view(B, H, *mask.shape[1:])  # (B, H, Tq or 1, Tk)
+    elif mask is not None and knobs.head_axis:
         mask = mask.unsqueeze(1)  # (B, 1, Tq or 1, Tk)
     y, weights = attention(q, k, v, mask, knobs, bias)
     if knobs.per_head != "ok":

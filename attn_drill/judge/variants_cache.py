@@ -36,6 +36,7 @@ class CacheKnobs:
     rope_values: bool = False  # True: v turned by RoPE like k (and cached turned)
     scale_at: str = "scores"  # scores | output (1/sqrt(d) applied after the softmax, to the heads' output)
     per_head: str = "ok"  # W_o applied per head before the merge: a way of variants.project_per_head
+    fill_value: float | None = None  # a number: what hidden scores are set to instead of -inf (mask-fill-zero)
 
     @property
     def rope(self) -> Knobs:
@@ -79,7 +80,9 @@ def attend(q, k, v, knobs: CacheKnobs, scale: float):
         return attend(q, k, v, replace(knobs, scale_at="scores"), 1.0) * scale
     scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, Tq, Tk)
     seen = visible(Tq, Tk, knobs.causal)
-    if knobs.fill == "bias":
+    if knobs.fill_value is not None:  # a modest finite value: hidden keys keep some weight
+        scores = scores.masked_fill(~seen, knobs.fill_value)
+    elif knobs.fill == "bias":
         scores = scores + (~seen).double() * -1e9
     else:
         fill = torch.finfo(scores.dtype).min if knobs.fill == "min" else float("-inf")

@@ -21,6 +21,7 @@ class FlashKnobs:
     normalise: str = "ok"  # ok | never (the accumulator returned as it is) | stale (divided by the sum before the
     #                        last block was added) | stale-rescaled (that sum rescaled to the last max)
     scale_at: str = "scores"  # scores | output (1/sqrt(d) applied to the result, not to the scores)
+    fill: float | None = None  # None: hidden scores -inf; a number: what they are set to (0: mask-fill-zero)
 
 
 RIGHT = FlashKnobs()
@@ -50,7 +51,7 @@ def flash(q, k, v, causal: bool, block_size: int, knobs: FlashKnobs = RIGHT) -> 
         end = min(start + block_size, Tk)
         s = (q @ k[..., start:end, :].transpose(-2, -1)) * scale
         if shown is not None:
-            s = s.masked_fill(~shown[:, start:end], float("-inf"))
+            s = s.masked_fill(~shown[:, start:end], float("-inf") if knobs.fill is None else knobs.fill)
         block_max = s.amax(-1, keepdim=True)
         m_new = torch.maximum(m, block_max)
         shift = block_max if knobs.rescale == "blockmax" else m_new  # blockmax: each block against its own max

@@ -108,11 +108,51 @@ _live: set[int] = set()  # the processes of checks in progress, in every lane, a
 _live_lock = threading.Lock()
 
 
+SCRATCH = "attn-drill-check-"
+_swept = False
+
+
+def sweep_scratch() -> None:
+    """Once per CLI process: remove the scratch folders of checks whose CLI is gone (killed with SIGKILL, or by a
+    closed terminal, it had no chance to remove its own). A folder whose pid still runs is left alone."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    root = Path(tempfile.gettempdir())
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(SCRATCH)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(SCRATCH):].split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        folder = root / name
+        try:
+            if folder.is_dir() and not folder.is_symlink() and folder.stat().st_uid == os.getuid():
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's: not ours to judge
+    return True
+
+
 def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
     """One file in one fresh process: its report, or the verdict on how that process failed (a job with a task:
     the task's result, a dict, unless it failed)."""
     known = orphans.children()  # ours before the check; any other child afterwards was adopted by us
-    scratch = tempfile.mkdtemp(prefix="attn-drill-check-")  # the only folder its code may write to
+    sweep_scratch()
+    # the only folder its code may write to; named with our pid, so a later check can tell it was left behind
+    scratch = tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-")
     read_fd, write_fd = os.pipe()
     log = tempfile.TemporaryFile()  # the user's prints, and a crash's last words
     faults = tempfile.TemporaryFile()  # faulthandler's Python stack on a segfault or just before a timeout

@@ -52,6 +52,10 @@ def diagnose(check) -> list[Finding]:
 
         causes = pairs.pair(check)
         out += causes
+    elif check.spec.id in ("encoder-layer", "decoder-layer"):  # a sub-layer's mistake may not be the only one
+        from attn_drill.judge.diagnoses import pairs
+
+        out += pairs.second(check, max(causes, key=lambda f: f.score))
     symptoms = [f for f in out if f.slug in SYMPTOMS]
     if causes and symptoms:
         cause = max(causes, key=lambda f: f.score)

@@ -7,8 +7,8 @@ import torch
 from attn_drill import findings
 from attn_drill.judge import load, module_hooks
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, line_of, locate,
-                                        scale_finding, variant_finding)
+from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, departure, diagnosis, first_outcome,
+                                        line_of, locate, scale_finding, variant_finding)
 from attn_drill.judge.variants import Knobs
 
 # the exercises these diagnoses run for: attention that returns its weights, and those of it with heads
@@ -62,6 +62,14 @@ def mask_after_softmax(check):
 def mask_head_broadcast(check):
     f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
                         "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
+    if f is None:
+        f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis="tiled"),
+                            "heads flattened to (B*H) and the mask tiled with mask.repeat(H, 1, 1): flat row b*H + h "
+                            "gets sequence (b*H + h) % B's mask, not sequence b's (repeat_interleave(H, dim=0) lines "
+                            "them up)")
+        if f:
+            f.fix = findings.MASK_TILED_FIX
+            f.line = line_of(first_outcome(check), {"repeat"}) or f.line
     if f is None and check.spec.id == "gqa":
         f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis="kv"),
                             "the mask given one axis and broadcast against grouped scores (B, Hkv, g, T, T): "
@@ -103,8 +111,12 @@ def wrong_head_merge(check):
                         for o, ref in zip(check.outcomes, check.refs))
     evidence = module_hooks.merge_is_permuted(check) if weights_right else None
     if evidence:
-        return findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
-                             line=line, score=0.95)
+        gone = departure(check)  # the line that made the merged heads, not the last reshape
+        f = findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
+                          line=gone.line if gone and gone.kind == "merge" and gone.line else line, score=0.95)
+        if "whole" in evidence or "reverse order" in evidence:  # whole heads moved, not interleaved with time
+            f.title, f.message, f.fix = findings.HEADS_MOVED
+        return f
     return None
 
 

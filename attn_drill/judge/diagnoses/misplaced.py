@@ -91,6 +91,66 @@ def mask_fill_zero(check):
     return variant_finding(check, "mask-fill-zero", Knobs(fill_value=fill), how, line=line, value=said)
 
 
+# flash and kv-cache build their causal mask inside: the fill is fitted to the outputs, not read off weights
+COARSE = (0.0, -1.0, 1.0, -2.0, 2.0, -5.0, 5.0, -10.0, 10.0, -20.0, -50.0)
+
+
+def knobs_with_fill(check, fill: float):
+    return FlashKnobs(fill=fill) if check.spec.id == "flash" else CacheKnobs(fill_value=fill)
+
+
+def fitted_fill_inside(check) -> float | None:
+    """The finite value whose causal fill brings the reference closest to the user's output on the first causal
+    case: a coarse grid of the values people write, then a golden section around the best of them."""
+    o = next((o for o in check.outcomes if o.outputs is not None and o.case.dims.get("causal", True)), None)
+    if o is None:
+        return None
+
+    def err(v: float) -> float:
+        try:
+            var = check.spec.variant(o.case, knobs_with_fill(check, v))
+            return check.spec.distance(o.outputs, var, var)
+        except Exception:  # noqa: BLE001 - a variant that cannot run explains nothing
+            return float("inf")
+
+    errs = {v: err(v) for v in COARSE}
+    best = min(errs, key=errs.get)
+    if errs[best] <= MATCH_FILL:
+        return best
+    if errs[best] > 0.5:  # nowhere near any fill: not this mistake
+        return None
+    lo, hi, g = best - 5.0, best + 5.0, (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = err(a), err(b)
+    for _ in range(30):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = err(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = err(b)
+    return (lo + hi) / 2
+
+
+MATCH_FILL = 1e-6
+
+
+@diagnosis("mask-fill-zero", ("flash", "kv-cache"))
+def mask_fill_zero_inside(check):
+    fill = fitted_fill_inside(check)
+    if fill is None:
+        return None
+    value = round(fill, 4)
+    said = f"{value:g}" if abs(value - round(value)) > 1e-4 else f"{round(value):d}"
+    how = f"hidden (future) scores set to {said} instead of -inf, so later keys keep some weight"
+    gone = departure(check)  # the user's line that made the first tensor with finite hidden scores
+    o = first_outcome(check)
+    line = (gone.line if gone and gone.kind == "mask" else None) or line_of(o, FILLS) or line_of(o, MASKING)
+    return variant_finding(check, "mask-fill-zero", knobs_with_fill(check, fill), how, line=line, value=said)
+
+
 # --- wrong-projection: the reference on a case whose weights or inputs are swapped ---------------------
 
 class Swapped:

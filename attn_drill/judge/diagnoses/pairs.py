@@ -1,8 +1,9 @@
 """Two mistakes at once: when no single known mistake explains the outputs, a bounded search over pairs of them.
 
-Each mistake here is one knob of the attention variants (variants.Knobs); a pair sets two different knobs. A pair
-that reproduces every case names both mistakes, each with the other in its evidence. At most ~50 pairs, each
-computed on the check's few small cases: a fraction of a second, and only for a file no single mistake explains.
+Each mistake here is one knob of an exercise family's variants (variants.Knobs for attention, FlashKnobs,
+CacheKnobs, LayerKnobs); a pair sets two different knobs. A pair that reproduces every case names both
+mistakes, each with the other in its evidence. At most ~90 pairs, each stopped at the second case it misses:
+a fraction of a second, and only for a file that no single mistake explains.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ from dataclasses import fields, replace
 
 from attn_drill import findings
 from attn_drill.judge.diagnoses import match
-from attn_drill.judge.variants import RIGHT, Knobs
+from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants_cache import CacheKnobs
+from attn_drill.judge.variants_flash import FlashKnobs
+from attn_drill.judge.variants_layers import LayerKnobs
 
 # (slug, knobs, how it is said, the exercises where it can happen)
 ATTENTION = ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position")
 MODULES = ("mha", "mha-fused", "gqa", "mha-dims", "relative-position")
+FLASH, KV, LAYERS, DECODER = ("flash",), ("kv-cache",), ("encoder-layer", "decoder-layer"), ("decoder-layer",)
 SINGLES = [
     ("missing-scale", Knobs(scale=1.0), "no 1/sqrt(d)", ATTENTION),
     ("mask-inverted", Knobs(mask="inverted"), "the mask inverted", ATTENTION),
@@ -28,11 +33,59 @@ SINGLES = [
     ("missing-output-projection", Knobs(out_proj=False), "no W_o", MODULES),
     ("kv-repeat-order", Knobs(kv_repeat="tile"), "kv heads tiled", ("gqa",)),
     ("qkv-split-order", Knobs(qkv_split="heads"), "the fused projection split per head", ("mha-fused",)),
+    # flash: the blockwise computation's own knobs
+    ("missing-scale", FlashKnobs(scale=1.0), "no 1/sqrt(d)", FLASH),
+    ("causal-diagonal", FlashKnobs(causal="diagonal"), "a causal mask that hides the diagonal key", FLASH),
+    ("causal-diagonal", FlashKnobs(causal="future"), "a causal mask that shows one future key", FLASH),
+    ("causal-misaligned", FlashKnobs(causal="topleft"), "a top-left aligned causal mask", FLASH),
+    ("online-softmax-no-rescale", FlashKnobs(rescale="acc"), "the accumulator not rescaled to a new max", FLASH),
+    ("online-softmax-no-rescale", FlashKnobs(rescale="sum"), "the running sum not rescaled to a new max", FLASH),
+    ("online-softmax-no-rescale", FlashKnobs(rescale="none"), "nothing rescaled to a new max", FLASH),
+    ("online-softmax-no-normalise", FlashKnobs(normalise="never"), "no division by the running sum", FLASH),
+    ("scale-after-softmax", FlashKnobs(scale_at="output"), "1/sqrt(d) applied to the output", FLASH),
+    # kv-cache
+    ("missing-scale", CacheKnobs(scale="1"), "no 1/sqrt(d)", KV),
+    ("softmax-wrong-dim", CacheKnobs(softmax_dim=-2), "the softmax over the queries", KV),
+    ("causal-diagonal", CacheKnobs(causal="no-diagonal"), "each token hidden from itself", KV),
+    ("causal-diagonal", CacheKnobs(causal="one-future"), "each token seeing the next one", KV),
+    ("causal-misaligned", CacheKnobs(causal="top-left"), "a top-left aligned causal mask", KV),
+    ("wrong-head-split", CacheKnobs(split="blocks"), "heads cut as contiguous blocks", KV),
+    ("wrong-head-merge", CacheKnobs(merge="blocks"), "heads merged with no transpose", KV),
+    ("missing-output-projection", CacheKnobs(out_proj=False), "no W_o", KV),
+    ("kv-repeat-order", CacheKnobs(repeat="tile"), "kv heads tiled", KV),
+    ("rope-interleaved", CacheKnobs(pairs="adjacent"), "RoPE on adjacent pairs", KV),
+    ("rope-wrong-direction", CacheKnobs(sign=-1), "RoPE turning by -theta", KV),
+    ("rope-positions-ignored", CacheKnobs(positions="restart"), "positions restarting at 0 every call", KV),
+    ("rope-on-values", CacheKnobs(rope_values=True), "RoPE applied to the values", KV),
+    ("scale-after-softmax", CacheKnobs(scale_at="output"), "1/sqrt(d) applied after the softmax", KV),
+    # the layers: a layer mistake, or one mistake inside every attention sub-layer
+    ("missing-residual", LayerKnobs(missing_residual=("self_attn",)), "no residual around self_attn", LAYERS),
+    ("missing-residual", LayerKnobs(missing_residual=("cross_attn",)), "no residual around cross_attn", DECODER),
+    ("missing-residual", LayerKnobs(missing_residual=("ff",)), "no residual around the feed-forward", LAYERS),
+    ("missing-activation", LayerKnobs(activation="none"), "no ReLU in the feed-forward", LAYERS),
+    ("missing-causal-mask", LayerKnobs(causal="none"), "no causal mask in self-attention", DECODER),
+    ("cross-attention-swapped", LayerKnobs(cross_swapped=True), "cross-attention's queries from memory", DECODER),
+    ("missing-scale", LayerKnobs(attn=Knobs(scale=1.0)), "no 1/sqrt(d) in the attention", LAYERS),
+    ("mask-inverted", LayerKnobs(attn=Knobs(mask="inverted")), "the attention's mask inverted", LAYERS),
+    ("softmax-wrong-dim", LayerKnobs(attn=Knobs(softmax_dim=-2)), "the attention's softmax over the queries",
+     LAYERS),
+    ("wrong-head-merge", LayerKnobs(attn=Knobs(merge="blocks")), "heads merged with no transpose", LAYERS),
 ]
 
 
-def changed(knobs: Knobs) -> dict:
-    return {f.name: getattr(knobs, f.name) for f in fields(Knobs) if getattr(knobs, f.name) != getattr(RIGHT, f.name)}
+def changed(knobs) -> dict:
+    """The knobs set away from the family's right answer (its defaults)."""
+    right = type(knobs)()
+    return {f.name: getattr(knobs, f.name) for f in fields(knobs) if getattr(knobs, f.name) != getattr(right, f.name)}
+
+
+def finite(check, knobs, example) -> bool:
+    """Whether the pair gives numbers on the example: NaN everywhere in yours and in a pair's is no evidence of
+    those two mistakes (any NaN-making code would match)."""
+    import torch
+
+    var = check.spec.variant(example.case, knobs)
+    return all(bool(torch.isfinite(t).any()) for t in var if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
 def pair(check) -> list:
@@ -45,9 +98,32 @@ def pair(check) -> list:
             if slug_a == slug_b or a.keys() & b.keys():
                 continue
             matched, telling, worst, example = match(check, replace(knobs_a, **b))
-            if matched < n or not telling or example is None:
+            if matched < n or not telling or example is None or not finite(check, replace(knobs_a, **b), example):
                 continue
             said = f"{how_a} and {how_b} together reproduce your outputs on all {n} cases, e.g. {example.case.label}"
             return [findings.make(slug_a, f"{said}: two mistakes ({slug_a} and {slug_b})", score=0.96),
                     findings.make(slug_b, f"{said}: two mistakes ({slug_a} and {slug_b})", score=0.95)]
+    return []
+
+
+def second(check, cause) -> list:
+    """In a layer, the mistake found inside an attention sub-layer may not be the only one: when no single knob
+    of its slug reproduces the whole layer's outputs but a pair with another does, that other mistake's finding."""
+    singles = [s for s in SINGLES if check.spec.id in s[3]]
+    n = len(check.outcomes)
+    mine = [s for s in singles if s[0] == cause.slug]
+    for _, knobs_a, how_a, _ in mine:
+        if match(check, knobs_a)[0] == n:
+            return []  # it explains everything alone
+    for _, knobs_a, how_a, _ in mine:
+        for slug_b, knobs_b, how_b, _ in singles:
+            a, b = changed(knobs_a), changed(knobs_b)
+            if slug_b == cause.slug or a.keys() & b.keys():
+                continue
+            matched, telling, worst, example = match(check, replace(knobs_a, **b))
+            if matched == n and telling and example is not None and finite(check, replace(knobs_a, **b), example):
+                said = (f"{how_a} and {how_b} together reproduce your outputs on all {n} cases, e.g. "
+                        f"{example.case.label}: two mistakes ({cause.slug} and {slug_b})")
+                cause.evidence += f"; and {how_b} besides: {said}"
+                return [findings.make(slug_b, said, score=0.95)]
     return []

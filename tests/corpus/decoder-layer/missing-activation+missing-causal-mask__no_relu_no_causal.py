@@ -1,0 +1,92 @@
+"""Two mistakes: self-attention gets only tgt_mask (no causal mask), and the feed-forward has no ReLU."""
+
+import math
+
+import torch
+from torch import nn
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+        super().__init__()
+        assert d_model % num_heads == 0, "d_model must be a multiple of num_heads"
+        self.num_heads = num_heads
+        self.d_head = d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None):
+        """query (B, Tq, D); key, value (B, Tk, D); mask bool (B, Tq, Tk) or (B, 1, Tk), True = may attend.
+
+        Returns out (B, Tq, D) and weights (B, H, Tq, Tk).
+        """
+        B, Tq, D = query.shape
+        Tk = key.size(1)
+        H, d = self.num_heads, self.d_head
+
+        # split: head h owns features [h*d, (h+1)*d) of every token, so view (.., H, d) and then move H forward
+        q = self.W_q(query).view(B, Tq, H, d).transpose(1, 2)  # (B, H, Tq, d)
+        k = self.W_k(key).view(B, Tk, H, d).transpose(1, 2)  # (B, H, Tk, d)
+        v = self.W_v(value).view(B, Tk, H, d).transpose(1, 2)  # (B, H, Tk, d)
+
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, Tq, Tk); d is the head dim, not D
+        if mask is not None:
+            # the mask has no head axis: add one, or B would line up with H when broadcasting
+            mask = mask.unsqueeze(1)  # (B, 1, Tq or 1, Tk)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)  # (B, H, Tq, Tk)
+        if mask is not None:
+            # a query that sees no key: zeros rather than NaN, as PyTorch's SDPA does
+            weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+
+        y = weights @ v  # (B, H, Tq, d)
+        # merge: move H back next to d before flattening, so head h returns to features [h*d, (h+1)*d)
+        y = y.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, H, d) -> (B, Tq, D)
+        return self.W_o(y), weights
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, norm_first: bool = False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.ff1 = nn.Linear(d_model, d_ff)
+        self.ff2 = nn.Linear(d_ff, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+
+    def self_mask(self, x, tgt_mask):
+        """The causal mask, and tgt_mask's hidden keys too: (1 or B, Tq, Tq)."""
+        Tq = x.size(1)
+        causal = torch.ones(Tq, Tq, dtype=torch.bool, device=x.device).tril()  # query i sees keys j <= i
+        causal = causal.unsqueeze(0)  # (1, Tq, Tq): broadcasts over the batch
+        return causal if tgt_mask is None else causal & tgt_mask  # (B, 1, Tq) or (B, Tq, Tq) -> (B, Tq, Tq)
+
+    def self_block(self, x, tgt_mask):
+        return self.self_attn(x, x, x, tgt_mask)[0]
+
+    def cross_block(self, x, memory, memory_mask):
+        # the decoder's tokens ask (queries); the encoder's output answers (keys and values)
+        return self.cross_attn(x, memory, memory, memory_mask)[0]  # (B, Tq, D)
+
+    def feed_forward(self, x):
+        return self.ff2(self.ff1(x))
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        """x (B, Tq, D); memory (B, Tk, D); tgt_mask bool (B, Tq, Tq) or (B, 1, Tq); memory_mask bool
+        (B, Tq, Tk) or (B, 1, Tk); True = may attend. Returns (B, Tq, D)."""
+        if self.norm_first:
+            # pre-LN: normalise what each sub-layer reads, never the residual stream (nor memory)
+            x = x + self.self_block(self.norm1(x), tgt_mask)
+            x = x + self.cross_block(self.norm2(x), memory, memory_mask)
+            x = x + self.feed_forward(self.norm3(x))
+        else:
+            # post-LN: add each sub-layer's output to its input, then normalise the sum
+            x = self.norm1(x + self.self_block(x, tgt_mask))
+            x = self.norm2(x + self.cross_block(x, memory, memory_mask))
+            x = self.norm3(x + self.feed_forward(x))
+        return x
