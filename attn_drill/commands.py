@@ -90,13 +90,6 @@ def _option_retry(option: str, value: Optional[str]) -> str:
     return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
 
 
-def _exercise(exercise_id: str) -> "Exercise":
-    """The exercise of that id, or a usage error (resolve.exercise: one resolver for every command)."""
-    from attn_drill import resolve
-
-    return resolve.exercise(exercise_id)
-
-
 def _retry(old, new) -> str:
     """The command the user typed with `old` (a word, or a Path) replaced by `new`: the one that would work."""
     import shlex
@@ -246,9 +239,9 @@ def _abandon(ex, attempt: Optional[str]) -> None:
 def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bool = True) -> None:
     """`abandon`: a file with work that --force replaces is an attempt given up (an Again); not for `next`, which
     replaces a file the schedule has judged already to start its review."""
-    from attn_drill import render, workspace
+    from attn_drill import render, resolve, workspace
 
-    ex = _exercise(exercise_id)
+    ex = resolve.exercise(exercise_id)
     with _edit_state() as st:  # locked first: if another process holds it, nothing is written
         target = workspace.practice_file(ex, folder)
         dropped = _dropping(ex, st, target) if force and abandon else None
@@ -273,12 +266,6 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
     out.print()
     render.say(out, "Next: edit ", (path, "bold"), f" (target {ex.minutes} min), then run ",
                ("attn-drill check", "bold cyan"))
-
-
-def _jobs(files: List[Path], exercise_id: Optional[str], st: "State") -> list:
-    from attn_drill import resolve
-
-    return resolve.jobs(files, exercise_id, st)
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],

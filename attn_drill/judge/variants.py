@@ -15,7 +15,7 @@ import torch
 
 @dataclass(frozen=True)
 class Knobs:
-    scale: float | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by
+    scale: float | str | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by; a rule
     softmax_dim: int = -1
     mask: str = "ok"  # ok | inverted | ignored | after_softmax | after_softmax_inf
     fill: str = "-inf"  # what hidden scores get: -inf | min (finfo.min; differs only where a whole softmax axis is hidden)
@@ -45,11 +45,26 @@ class Knobs:
 
 RIGHT = Knobs()
 
+# scales people write, as rules of q's sizes (q is (B, H, T, d), so d_model = H * d): for the pair search, where
+# one knob must hold for cases of different sizes
+SCALE_RULES = {
+    "1/d": lambda q: 1.0 / q.size(-1),
+    "sqrt(d)": lambda q: math.sqrt(q.size(-1)),
+    "1/sqrt(D)": lambda q: 1.0 / math.sqrt(q.size(1) * q.size(-1)),
+}
+
+
+def scale_of(knobs, q) -> float:
+    """The factor the scores are multiplied by: 1/sqrt(d), a number, or a rule of SCALE_RULES."""
+    if knobs.scale is None:
+        return 1.0 / math.sqrt(q.size(-1))
+    return SCALE_RULES[knobs.scale](q) if isinstance(knobs.scale, str) else knobs.scale
+
 
 def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     """(out, weights) of softmax((q k^T + bias) * scale, masked) v, with one mistake per knob. `bias` (..., Tq, Tk)
     is relative-position's position term, scaled with the content unless knobs.relpos_scaled is False."""
-    scale = 1.0 / math.sqrt(q.size(-1)) if knobs.scale is None else knobs.scale
+    scale = scale_of(knobs, q)
     late, scale = (scale, 1.0) if knobs.scale_at != "scores" else (1.0, scale)  # a scale after the softmax
     scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
     if bias is not None and knobs.relpos_scaled:

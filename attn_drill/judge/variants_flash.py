@@ -7,15 +7,17 @@ where the blocks start. A query row that sees no key comes back NaN: such rows a
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
+from attn_drill.judge.variants import scale_of
+
 
 @dataclass(frozen=True)
 class FlashKnobs:
-    scale: float | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by
+    scale: float | str | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by; a rule
+    #                                   of variants.SCALE_RULES
     causal: str = "ok"  # ok | diagonal (hides key i + (Tk - Tq)) | future (shows one key more) | topleft (j <= i)
     rescale: str = "ok"  # ok | acc (output not rescaled) | sum (running sum not) | none (neither) | blockmax
     normalise: str = "ok"  # ok | never (the accumulator returned as it is) | stale (divided by the sum before the
@@ -41,7 +43,7 @@ def visible(Tq: int, Tk: int, how: str = "ok") -> torch.Tensor:
 def flash(q, k, v, causal: bool, block_size: int, knobs: FlashKnobs = RIGHT) -> torch.Tensor:
     """(B, H, Tq, d) from float64 q, k, v; one mistake per knob."""
     Tq, Tk = q.size(-2), k.size(-2)
-    scale = 1.0 / math.sqrt(q.size(-1)) if knobs.scale is None else knobs.scale
+    scale = scale_of(knobs, q)
     late, scale = (scale, 1.0) if knobs.scale_at == "output" else (1.0, scale)
     shown = visible(Tq, Tk, knobs.causal) if causal else None
     m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype)

@@ -24,7 +24,8 @@ PLACEMENTS = ("pre", "post", "out", "in")  # where a sub-layer's norm sits (see 
 class LayerKnobs:
     missing_residual: tuple[str, ...] = ()  # sub-layers whose output replaces their input
     residual_when: bool | None = None  # ...in every case (None), or only when norm_first is this value
-    placement: tuple[str, ...] | None = None  # one of PLACEMENTS per sub-layer; None: as norm_first says
+    placement: tuple[str, ...] | str | None = None  # one of PLACEMENTS per sub-layer; None: as norm_first says;
+    #                                                "flipped": the other one of pre and post
     activation: str = "relu"  # relu | none | after (ReLU after ff2, none between the layers)
     causal: str = "ok"  # decoder: ok | none | unless_tgt (only when no tgt_mask is given) | diagonal (j < i)
     #                     | future (j <= i + 1)
@@ -76,7 +77,10 @@ def residual_block(params: dict, norm: str, x, f, place: str, residual: bool = T
 def run_blocks(params: dict, x, blocks: tuple, fs: dict, norm_first: bool, kn: LayerKnobs):
     dropped = kn.missing_residual if kn.residual_when in (None, norm_first) else ()
     for i, name in enumerate(blocks):
-        place = kn.placement[i] if kn.placement else ("pre" if norm_first else "post")
+        if kn.placement == "flipped":  # norm_first read the other way round
+            place = "post" if norm_first else "pre"
+        else:
+            place = kn.placement[i] if kn.placement else ("pre" if norm_first else "post")
         x = residual_block(params, f"norm{i + 1}", x, fs[name], place, name not in dropped)
     return x
 
