@@ -26,6 +26,9 @@ CASES = [
      "at the scale", "times 0.378 "),
     ("flash", "flash.py", "s = q @ kb.transpose(-2, -1) * scale", "s = q @ kb.transpose(-2, -1)",
      "at the scale", "times 2.828"),
+    # the row max of 0-filled scores often equals the reference's: a max never vouches for the step it reads
+    ("flash", "flash.py", 's = s.masked_fill(future, float("-inf"))', "s = s * (~future)",
+     "at the mask", "keeps finite values (0) where the reference has -inf"),
     ("rope", "rope.py", "theta = positions.to(angle_dtype)[..., None] * inv_freq",
      "theta = (positions + 1).to(angle_dtype)[..., None] * inv_freq", "at the angles", ""),
 ]

@@ -64,7 +64,11 @@ def scale_of(knobs, q) -> float:
 def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     """(out, weights) of softmax((q k^T + bias) * scale, masked) v, with one mistake per knob. `bias` (..., Tq, Tk)
     is relative-position's position term, scaled with the content unless knobs.relpos_scaled is False."""
-    scale = scale_of(knobs, q)
+    scale = knobs.scale  # (inline, not scale_of: a user's call of this function is named as this function)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.size(-1))
+    elif isinstance(scale, str):
+        scale = SCALE_RULES[scale](q)
     late, scale = (scale, 1.0) if knobs.scale_at != "scores" else (1.0, scale)  # a scale after the softmax
     scores = q @ k.transpose(-2, -1)  # (..., Tq, Tk)
     if bias is not None and knobs.relpos_scaled:

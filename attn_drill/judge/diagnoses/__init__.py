@@ -142,21 +142,26 @@ def fit_log(err: Callable[[float], float], lo: float = 1e-3, hi: float = 1e2, pe
     n = round((a1 - a0) / math.log(10) * per_decade)
     grid = [a0 + (a1 - a0) * j / n for j in range(n + 1)]
     i = min(range(len(grid)), key=lambda j: f(grid[j]))
-    lo_t, hi_t = grid[max(i - 1, 0)], grid[min(i + 1, n)]
+    s = math.exp(golden(f, grid[max(i - 1, 0)], grid[min(i + 1, n)], steps))
+    return s, err(s)
+
+
+def golden(f: Callable[[float], float], lo: float, hi: float, steps: int = 40) -> float:
+    """The t in [lo, hi] that minimises f, by a golden section (the bracket shrinks by 0.618 a step, one new
+    evaluation each)."""
     g = (math.sqrt(5) - 1) / 2
-    a, b = hi_t - g * (hi_t - lo_t), lo_t + g * (hi_t - lo_t)
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
     fa, fb = f(a), f(b)
     for _ in range(steps):
         if fa < fb:
-            hi_t, b, fb = b, a, fa
-            a = hi_t - g * (hi_t - lo_t)
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
             fa = f(a)
         else:
-            lo_t, a, fa = a, b, fb
-            b = lo_t + g * (hi_t - lo_t)
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
             fb = f(b)
-    s = math.exp((lo_t + hi_t) / 2)
-    return s, err(s)
+    return (lo + hi) / 2
 
 
 def scale_finding(check, fitted: list[tuple[object, float]], line: int | None) -> Finding | None:

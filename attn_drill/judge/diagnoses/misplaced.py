@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from attn_drill.judge.diagnoses import (MASKING, departure, diagnosis, first_outcome, line_of, match,
+from attn_drill.judge.diagnoses import (MASKING, departure, diagnosis, first_outcome, golden, line_of, match,
                                         variant_finding)
 from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, first_masked
 from attn_drill.judge.variants import Knobs
@@ -119,19 +119,7 @@ def fitted_fill_inside(check) -> float | None:
         return best
     if errs[best] > 0.5:  # nowhere near any fill: not this mistake
         return None
-    lo, hi, g = best - 5.0, best + 5.0, (math.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = err(a), err(b)
-    for _ in range(30):
-        if fa < fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = err(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = err(b)
-    return (lo + hi) / 2
+    return golden(err, best - 5.0, best + 5.0, steps=30)
 
 
 MATCH_FILL = 1e-6
