@@ -16,6 +16,17 @@ from pathlib import Path
 import pytest
 
 
+def pytest_configure(config):
+    """A test suite started as a background job (`pytest &` from a script) inherits SIGINT and SIGQUIT ignored,
+    and so would every CLI the tests start: Ctrl-C sent to `watch` or `mock` in a terminal would do nothing.
+    A handler of our own here means exec'd children start with the default again."""
+    import signal
+
+    for sig, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL)):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, handler)
+
+
 @pytest.fixture(autouse=True)
 def fresh_warnings():
     """A warning is printed once per kind per command: each test is a new command."""
