@@ -151,7 +151,8 @@ class MockScreen:
             say(self.out, f"No more hints (all {total} used).")
         else:
             which = f"hint for {about} {shown}/{total}  " if about else f"hint {shown}/{total}  "
-            say(self.out, (which, "cyan"), (text, "bold"), (f"  (-{HINT_COST} points)", "dim"))
+            words = [(w + " ", "bold") for w in text.split(" ")]  # bold, and still folded between its words
+            say(self.out, (which, "cyan"), *words, (f" (-{HINT_COST} points)", "dim"))
 
     def strict_no_hints(self) -> None:
         self._break()
