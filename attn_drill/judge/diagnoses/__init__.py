@@ -46,15 +46,13 @@ def diagnose(check) -> list[Finding]:
                 out += found
             elif found:
                 out.append(found)
+    from attn_drill.judge.diagnoses import pairs
+
     causes = [f for f in out if f.level == "error" and f.slug not in SYMPTOMS and f.score >= 0.9]
     if not causes:  # no single mistake explains it: two at once?
-        from attn_drill.judge.diagnoses import pairs
-
         causes = pairs.pair(check)
         out += causes
-    elif check.spec.id in ("encoder-layer", "decoder-layer"):  # a sub-layer's mistake may not be the only one
-        from attn_drill.judge.diagnoses import pairs
-
+    elif check.spec.id in pairs.LAYERS:  # a mistake found inside a sub-layer may not be the layer's only one
         out += pairs.second(check, max(causes, key=lambda f: f.score))
     symptoms = [f for f in out if f.slug in SYMPTOMS]
     if causes and symptoms:
