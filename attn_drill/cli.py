@@ -105,7 +105,7 @@ def _click_error(e: Exception) -> None:
     if type(e).__name__ == "NoArgsIsHelpError":  # `attn-drill` alone: the help, as before
         e.show()
         raise SystemExit(e.exit_code)
-    from attn_drill.commands import _fail
+    from attn_drill.usage import fail as _fail
 
     where = e.ctx.command_path if e.ctx is not None else "attn-drill"
     _fail(e.format_message(), f"try: {where} --help")

@@ -9,47 +9,22 @@ below), paths the system cannot look up. Text from outside that these messages e
 is escaped by say.printable, so it shows rather than acts on the terminal.
 """
 
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, List, NoReturn, Optional
+from typing import TYPE_CHECKING, Iterator, List, Optional
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
     from attn_drill.state import State
 
-EXIT_USAGE = 2
+from attn_drill.usage import (EXIT_USAGE, describe as _describe, fail as _fail, is_file as _is_file, nice as _nice,
+                              say as _say, show as _show)
+
 EXIT_LOCKED = 2  # the progress file stayed locked by another process: nothing was done, as for a usage error
 SEED_MAX = 2**63 - 1  # what torch.Generator.manual_seed and SQLite's INTEGER (the history) both hold
 TIMEOUT_RANGE = (0.1, 3600.0)  # seconds per check: an hour is far past anything an exercise needs
 MINUTES_RANGE = (0.1, 240.0)  # a mock's clock: four hours is far past any target time
-SHOWN_PATH = 160  # characters of a path echoed in a message; a longer one is shortened in the middle
-
-
-# -- helpers ---------------------------------------------------------------------------------------
-def _say(*parts, err: bool = False) -> None:
-    from attn_drill import render
-
-    render.say(render.console(stderr=err), *parts)
-
-
-def _fail(message: str, *more: str, code: int = EXIT_USAGE) -> NoReturn:
-    """A usage error: say what is wrong and what to do (one line each, escaped), exit 2."""
-    from attn_drill.say import printable
-
-    _say(("error: ", "bold red"), printable(message), err=True)
-    for line in more:
-        if line:
-            _say(printable(line), err=True)
-    raise SystemExit(code)
-
-
-def _show(path) -> str:
-    """A path for a message: escaped, and shortened in the middle when it is very long."""
-    from attn_drill.say import printable
-
-    return printable(str(path), limit=SHOWN_PATH)
 
 
 # -- option values -----------------------------------------------------------------------------------
@@ -88,75 +63,6 @@ def _option_retry(option: str, value: Optional[str]) -> str:
         else:
             fixed.append(a)
     return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
-
-
-def _retry(old, new) -> str:
-    """The command the user typed with `old` (a word, or a Path) replaced by `new`: the one that would work."""
-    import shlex
-
-    args = sys.argv[1:]
-    same = (lambda a: a and Path(a) == old) if isinstance(old, Path) else (lambda a: a == old)
-    fixed = [str(new) if same(a) else a for a in args]
-    fixed = [f"{a.split('=', 1)[0]}={new}" if "=" in a and same(a.split("=", 1)[1]) else a for a in fixed]
-    return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
-
-
-def _quote(path: Path) -> str:
-    import shlex
-
-    return shlex.quote(str(path))
-
-
-def _nice(path: Path) -> str:
-    """A path relative to the current folder when it is inside it, else absolute."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _kind(path: Path) -> str:
-    """"file", "dir", "missing" or "other" (a pipe, a device); a usage error for a path the system cannot
-    look up at all (too long, no permission), which Path.is_file would raise on."""
-    import errno
-    import stat
-
-    try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL byte in it
-        return "missing"
-    except OSError as e:
-        if e.errno == errno.ENAMETOOLONG:
-            _fail(_too_long(path))
-        _fail(f"cannot look at {_show(path)}: {e.strerror or e}.")
-    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
-
-
-def _too_long(path: Path) -> str:
-    name = max(path.parts or ("",), key=lambda p: len(os.fsencode(p)))
-    if len(os.fsencode(name)) > 255:
-        return (f"a name in that path is {len(os.fsencode(name))} bytes long; file systems allow 255 "
-                f"({_show(name)}).")
-    whole = len(os.fsencode(os.path.abspath(path)))  # the system counts from the root
-    return f"that path is {whole} bytes long from the root; the system allows 4095 ({_show(path)})."
-
-
-def _is_file(path: Optional[Path]) -> bool:
-    from attn_drill.atomic import is_regular
-
-    return path is not None and is_regular(path) is True
-
-
-def _describe(e: OSError, path: Optional[Path] = None) -> str:
-    """An OSError in words, its path (or `path`, for errors that carry none) escaped and shortened."""
-    import errno
-
-    where = os.fsdecode(e.filename) if e.filename else path
-    if e.errno == errno.ENAMETOOLONG and where:
-        return _too_long(Path(where))
-    if e.strerror and where:
-        return f"could not write {_show(where)}: {e.strerror}"
-    return str(e)
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from attn_drill import resolve
-from attn_drill.commands import _fail, _nice, _show
+from attn_drill.usage import fail as _fail, nice as _nice, show as _show
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise

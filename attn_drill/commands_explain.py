@@ -7,7 +7,8 @@ No torch here: the check, the trace and the mutants' checks run in processes for
 import sys
 from typing import Optional
 
-from attn_drill.commands import TIMEOUT_RANGE, _fail, _nice, valid_number, valid_seed
+from attn_drill.commands import TIMEOUT_RANGE, valid_number, valid_seed
+from attn_drill.usage import fail as _fail, nice as _nice
 
 EXAMPLE = 'e.g. attn-drill explain sdpa --answers "B H Tq Tk,2,1"'
 

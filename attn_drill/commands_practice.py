@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
-from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, _describe, _fail, _nice, _record, valid_number,
-                                 valid_seed)
+from attn_drill.commands import MINUTES_RANGE, TIMEOUT_RANGE, _record, valid_number, valid_seed
+from attn_drill.usage import describe as _describe, fail as _fail, nice as _nice
 from attn_drill.resolve import exercise as _exercise, jobs as _jobs
 
 

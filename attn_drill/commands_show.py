@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Optional
 
 from attn_drill import resolve
-from attn_drill.commands import (TIMEOUT_RANGE, _fail, _is_file, _kind, _nice, _say, _show,
-                                 valid_number, valid_seed)
+from attn_drill.commands import TIMEOUT_RANGE, valid_number, valid_seed
+from attn_drill.usage import (fail as _fail, is_file as _is_file, kind as _kind, nice as _nice, say as _say,
+                              show as _show)
 
 PLOT_EXTRA = 'pip install "attn-drill[plot]"'
 DEFAULT_SEED = 0  # one example, the same every time unless --seed says otherwise

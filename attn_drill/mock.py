@@ -29,10 +29,9 @@ from typing import Iterator
 
 from attn_drill import catalogue, explain, history, paths, questions, schedule
 from attn_drill.catalogue import Exercise
+from attn_drill.mock_answers import N_FOLLOW_UP, N_QUESTIONS
 
 CLOCK_ENV = schedule.CLOCK_ENV  # a file holding a fake "now", for tests
-N_QUESTIONS = 3
-N_FOLLOW_UP = 4  # after a pass: at least this many follow-ups, the explain round's first (it asks up to 5)
 POLL = 0.05  # seconds between looks at the keyboard, the file and the clock
 MOCK_DIR = "mock"  # inside the practice folder: ./attn-practice/mock/<file>
 # The score, out of 100: a pass 50, time 20 (all of it up to the target, none from twice the target),

@@ -10,6 +10,8 @@ is a usage error, with nothing scored: the mock waits at its questions, to be re
 from __future__ import annotations
 
 MAX_CHOICES = 4  # every question, of the bank and of explain, has at most four choices (a test holds it)
+N_QUESTIONS = 3  # a mock's follow-up without a pass: bank questions
+N_FOLLOW_UP = 4  # after a pass: at least this many follow-ups, the explain round's first (it asks up to 5)
 
 
 class BadAnswers(ValueError):
@@ -18,9 +20,9 @@ class BadAnswers(ValueError):
 
 def counts() -> tuple[int, int]:
     """The fewest and the most questions a mock asks."""
-    from attn_drill import explain, mock
+    from attn_drill import explain
 
-    return mock.N_QUESTIONS, max(mock.N_FOLLOW_UP, explain.MAX_QUESTIONS)
+    return N_QUESTIONS, max(N_FOLLOW_UP, explain.MAX_QUESTIONS)
 
 
 def up_front(items: list[str]) -> None:

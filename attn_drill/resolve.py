@@ -3,7 +3,7 @@ explain, watch and next. No torch, no rich.
 
 An ID names an exercise of the catalogue; left out, it is the exercise started last (`current`). A
 command that checks a file takes PATHS too (`jobs`). Anything unclear is a usage error: one `error:`
-line, a second with the command that would work, exit 2 (commands._fail).
+line, a second with the command that would work, exit 2 (usage.fail).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
-from attn_drill.commands import _fail, _is_file, _kind, _quote, _retry, _show
+from attn_drill.usage import (fail as _fail, is_file as _is_file, kind as _kind, quote as _quote, retry as _retry,
+                              show as _show)
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
