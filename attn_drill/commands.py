@@ -1,5 +1,6 @@
-"""The work of the drill-loop commands (list, start, check, hint, solution, reset) and the helpers every
-command shares: usage errors (exit 2, one line and the command that would work), exercise lookup, confirmation.
+"""The work of the drill-loop commands (list, start, check, hint, solution, reset) and what the other command
+modules share with them: option values, confirmation, recording a check. Usage errors and paths in messages
+live in usage.py, which exercise and file a command means in resolve.py.
 
 Plain functions, called by cli.py's typer app and by its fast path. Nothing here imports torch: `check` hands
 the files to a worker process (attn_drill.judge) and renders the reports it sends back.
