@@ -57,8 +57,9 @@ def locate(check) -> str:
     return "; ".join(parts) if parts else "no layer ran"
 
 
-def merge_is_permuted(check) -> str | None:
-    """W_o receives exactly the right numbers, rearranged: the heads are merged in the wrong order."""
+def merge_is_permuted(check) -> tuple[str, list[int] | None] | None:
+    """W_o receives exactly the right numbers, rearranged: the heads are merged in the wrong order. (The evidence,
+    and head_order's answer: where each whole head went, or None when the merge mixes heads with time steps.)"""
     case = check.cases[0]
     seen = capture(check, case)
     if "W_o" not in seen:
@@ -77,7 +78,7 @@ def merge_is_permuted(check) -> str | None:
         said += (": the heads are concatenated in reverse order" if reverse else
                  ": each head whole, at another head's features (" +
                  ", ".join(f"head {h} at {p}" for h, p in enumerate(order) if h != p) + ")")
-    return said
+    return said, order
 
 
 def head_order(got: torch.Tensor, want: torch.Tensor, H: int) -> list[int] | None:

@@ -109,12 +109,13 @@ def wrong_head_merge(check):
         return f
     weights_right = all(o.outputs is not None and closeness(o.outputs[1], ref[1]) < MATCH
                         for o, ref in zip(check.outcomes, check.refs))
-    evidence = module_hooks.merge_is_permuted(check) if weights_right else None
-    if evidence:
+    permuted = module_hooks.merge_is_permuted(check) if weights_right else None
+    if permuted:
+        evidence, order = permuted
         gone = departure(check)  # the line that made the merged heads, not the last reshape
         f = findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
                           line=gone.line if gone and gone.kind == "merge" and gone.line else line, score=0.95)
-        if "whole" in evidence or "reverse order" in evidence:  # whole heads moved, not interleaved with time
+        if order is not None:  # whole heads moved, not interleaved with time steps
             f.title, f.message, f.fix = findings.HEADS_MOVED
         return f
     return None
