@@ -233,6 +233,8 @@ def _show_reports(jobs: list, reports, as_json: bool, mine: set, verbose: bool =
             render.solved(out, ex, took, best, moveon.after_pass())
         elif rep.not_started:
             render.say(out, "Fill in the TODOs of ", (_nice(path), "bold"), ", then check it again.")
+        elif rep.ours:
+            render.say(out, "Not recorded: this failure is attn-drill's, not yours.")
         elif not rep.passed:
             render.say(out, "Stuck? ", (f"attn-drill hint {ex.id}", "bold cyan"), " gives a nudge.")
     if len(jobs) > 1 and not as_json:

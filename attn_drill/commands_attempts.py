@@ -18,8 +18,8 @@ def keep_attempt(ex: "Exercise", path: Path, rep, data: Optional[bytes] = None) 
     True if kept."""
     from attn_drill import attempts, state
 
-    if getattr(rep, "not_started", False):
-        return False  # the skeleton's TODOs: not an attempt yet
+    if not getattr(rep, "judged", True):
+        return False  # the skeleton's TODOs, or our own error: not an attempt
     practice = state.load().file(ex.id)
     if practice is None or practice.resolve() != Path(path).resolve():
         return False

@@ -330,8 +330,8 @@ def record_check(exercise: str, *, passed: bool, slugs: list[str], warnings: lis
 
 def record_report(rep, *, source: str, attempt: str | None, solve_seconds: float | None) -> bool:
     """Record a check's Report (attn_drill.report.Report); a file not started yet (its TODOs still raise) is no
-    check of anything: not recorded (False)."""
-    if rep.not_started:
+    check of anything, nor is one the checker itself failed on (internal-error): not recorded (False)."""
+    if not rep.judged:
         return False
     rep.sort_findings()
     return record_check(rep.exercise, passed=rep.passed, slugs=[f.slug for f in rep.errors],

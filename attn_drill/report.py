@@ -56,6 +56,16 @@ class Report:
         return not self.errors and any(s.status == FAIL and s.detail.startswith(NOT_STARTED) for s in self.stages)
 
     @property
+    def ours(self) -> bool:
+        """The checker itself failed (an internal-error): no verdict on the user's code."""
+        return any(f.slug == "internal-error" for f in self.findings)
+
+    @property
+    def judged(self) -> bool:
+        """A verdict on the user's code, to record and rate: neither stopped by their TODO nor by our own error."""
+        return not (self.not_started or self.ours)
+
+    @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.level == "error"]
 

@@ -71,7 +71,7 @@ def rating_for(seconds: float | None, ex: "Exercise") -> str:
 
 def after_check(ex: "Exercise", rep, *, attempt: str | None, seconds: float | None, source: str) -> None:
     """Rate the attempt on a check's report: its first failure Again, its first pass Good or Hard."""
-    if attempt is None or rep.not_started:
+    if attempt is None or not rep.judged:
         return
     rated = [r["rating"] for r in history.reviews(ex.id) if r["attempt"] == attempt]
     if rep.passed and not {GOOD, HARD} & set(rated):

@@ -32,6 +32,12 @@ class Diff:
     want: float | None = None
 
 
+def raw_bytes(t: torch.Tensor) -> bytes:
+    """A tensor's bytes, as stored, without numpy: torch runs without it, and so must a fresh install."""
+    flat = t.detach().cpu().contiguous().reshape(-1)
+    return bytes(flat.view(torch.uint8).tolist())
+
+
 def diff(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> Diff:
     """Elementwise comparison in float64."""
     g, w = got.detach().double().cpu(), want.detach().double().cpu()

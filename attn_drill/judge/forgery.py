@@ -18,6 +18,7 @@ import torch
 
 from attn_drill import findings
 from attn_drill.judge import audit
+from attn_drill.judge.compare import raw_bytes
 
 _MODULE_NAME = re.compile(r"attn_drill(\.[A-Za-z_]\w*)*")
 
@@ -192,7 +193,7 @@ def call_key(outcome):
             if t.device.type == "meta":
                 parts.append((n, "meta", str(t.dtype), tuple(t.shape)))
             else:
-                raw = t.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+                raw = raw_bytes(t)
                 parts.append((n, str(t.dtype), tuple(t.shape), raw))
         else:
             parts.append((n, repr(t)))

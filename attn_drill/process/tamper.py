@@ -393,7 +393,7 @@ def _unregister(key: str) -> None:
 def canary() -> bytes:
     """A fixed small attention, its gradient and the checker's comparison, computed with plain torch ops on
     fixed inputs, as bytes: any kernel that gives other numbers for them changes it. About a millisecond."""
-    from attn_drill.judge.compare import TOL, closeness, diff
+    from attn_drill.judge.compare import TOL, closeness, diff, raw_bytes
     from attn_drill.judge.specs.base import reference_module
 
     f64 = torch.float64
@@ -421,7 +421,7 @@ def canary() -> bytes:
     x = q.detach().clone().requires_grad_(True)
     (torch.softmax(x @ k.transpose(-2, -1), -1) @ v).pow(2).sum().backward()
     parts = [numbers, flags, w, out, x.grad]
-    return b"".join(t.detach().contiguous().numpy().tobytes() for t in parts) + repr(near.index).encode()
+    return b"".join(raw_bytes(t) for t in parts) + repr(near.index).encode()
 
 
 def finding(changed: list[str], what: str, after: str = ""):

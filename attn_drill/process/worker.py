@@ -40,9 +40,19 @@ def main(argv: list[str]) -> int:
     from attn_drill.process import sandbox, tamper
     from attn_drill.judge.engine import check_file
 
-    # the last step before user code: from here on it may write only in the scratch folder (Linux)
-    confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
-    guard = Guard(tamper.snapshot(), tamper.changed_since)
+    try:
+        # the last step before user code: from here on it may write only in the scratch folder (Linux)
+        confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
+        guard = Guard(tamper.snapshot(), tamper.changed_since)
+    except Exception as e:  # no user code has run yet: whatever failed is ours, never the user's mistake
+        for index, job in enumerate(spec["jobs"]):
+            send({"event": "start", "index": index})
+            if job.get("task"):
+                send({"event": "report", "payload": {"error": f"the checker itself failed ({e})"}})
+            else:
+                send({"event": "report", "report": internal_error(job, spec["seed"], e).to_wire()})
+        out.close()
+        os._exit(0)
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
         sandbox.begin_job()
