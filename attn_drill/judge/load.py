@@ -13,8 +13,7 @@ import tokenize
 import traceback
 from pathlib import Path
 
-from attn_drill import findings
-from attn_drill.process import sandbox
+from attn_drill import findings, limits
 from attn_drill.report import Finding
 
 
@@ -113,8 +112,8 @@ def _pointed(e: SyntaxError) -> str:
         return ""
     shown = text.strip()
     lead = len(text) - len(text.lstrip())
-    out = f"\n    {sandbox.excerpt(shown)}"
-    if e.offset and 0 <= e.offset - 1 - lead <= min(len(shown), sandbox.LINE_WIDTH):
+    out = f"\n    {limits.excerpt(shown)}"
+    if e.offset and 0 <= e.offset - 1 - lead <= min(len(shown), limits.LINE_WIDTH):
         same_line = e.end_lineno == e.lineno and e.end_offset and e.end_offset > e.offset
         width = min(e.end_offset - e.offset, len(shown)) if same_line else 1
         out += "\n    " + " " * (e.offset - 1 - lead) + "^" * max(1, width)
@@ -176,11 +175,11 @@ def reason(exc: BaseException, message: str) -> str:
     if isinstance(exc, RecursionError):
         return "a function that calls itself with no way out"
     if isinstance(exc, MemoryError) or "can't allocate memory" in message:
-        return f"ran out of memory: the check allows your code {sandbox.MEMORY_CAP_GIB} GiB"
+        return f"ran out of memory: the check allows your code {limits.MEMORY_CAP_GIB} GiB"
     if isinstance(exc, EOFError):
         return "your code reads from stdin (input()), and a check has no keyboard: its stdin is closed"
     if isinstance(exc, OSError) and exc.errno == 27:  # EFBIG: the file-size cap on the output
-        return f"your code printed more than {sandbox.OUTPUT_CAP >> 20} MiB"
+        return f"your code printed more than {limits.OUTPUT_CAP >> 20} MiB"
     return ""
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from attn_drill import findings
+from attn_drill import findings, limits
 from attn_drill.process import orphans, sandbox, warm
 from attn_drill.process.spawn import STARTUP_LIMIT, kill, spawn_worker, stop
 from attn_drill.process.worker import CHANNEL_LOST, signer  # the worker module imports no torch at its top
@@ -389,7 +389,7 @@ def _source_line(path: Path, line: int) -> str:
         with open(path, encoding="utf-8", errors="replace") as f:
             for n, text in enumerate(f, 1):
                 if n == line:
-                    return sandbox.excerpt(text.strip())
+                    return limits.excerpt(text.strip())
     except OSError:
         pass
     return ""

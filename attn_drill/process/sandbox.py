@@ -22,12 +22,9 @@ Where a limit is not available (another OS, a lower hard limit) the check goes o
 from __future__ import annotations
 
 import os
-import re
 import sys
 
-MEMORY_CAP_GIB = 4
-OUTPUT_CAP = 64 << 20  # bytes a file's prints may take
-HEAD_LINES, TAIL_LINES, LINE_WIDTH = 10, 10, 240  # what a report shows of them
+from attn_drill.limits import HEAD_LINES, MEMORY_CAP_GIB, OUTPUT_CAP, TAIL_LINES, clean, excerpt
 _READ = 64 << 10  # bytes read from each end of a long output
 
 _spare = None  # a descriptor of the output file that user code does not know about
@@ -179,20 +176,4 @@ def read_excerpt(fd: int) -> str:
     except OSError:
         return ""
     gap = f"... ({(size - 2 * _READ) >> 10} KiB or more left out) ..."
-    return "\n".join([*map(_clean, head), gap, *map(_clean, tail)])
-
-
-def excerpt(text: str) -> str:
-    lines = text.rstrip().splitlines()
-    if len(lines) > HEAD_LINES + TAIL_LINES:
-        gap = f"... ({len(lines) - HEAD_LINES - TAIL_LINES} lines left out) ..."
-        lines = [*lines[:HEAD_LINES], gap, *lines[-TAIL_LINES:]]
-    return "\n".join(_clean(line) for line in lines)
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # escapes that would drive the user's terminal
-
-
-def _clean(line: str) -> str:
-    line = _CONTROL.sub("?", line.replace("\t", "    "))
-    return line if len(line) <= LINE_WIDTH else line[:LINE_WIDTH] + f"... ({len(line) - LINE_WIDTH} more characters)"
+    return "\n".join([*map(clean, head), gap, *map(clean, tail)])
