@@ -12,7 +12,7 @@ from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs import flash as flash_spec
 from attn_drill.judge.specs.base import reference_module
-from attn_drill.judge.variants_flash import FlashKnobs
+from attn_drill.judge.variants.flash import FlashKnobs
 
 SPEC = SPECS["flash"]
 ME = __file__

@@ -19,12 +19,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from attn_drill.judge import audit, calls, forgery, probes, variants
+from attn_drill.judge import audit, calls, forgery
+from attn_drill.judge.probes import generic as probes
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.compare import TOL
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import Case, load_references, reference_module
 from attn_drill.judge.trace import Tracer
-from attn_drill.process import tamper
+from attn_drill.judge import tamper
 
 HOSTILE = Path(__file__).parent / "hostile"
 
@@ -262,7 +264,7 @@ def test_the_tracer_stops_the_checkers_code_run_from_the_users_and_not_the_check
     with Tracer(path), pytest.raises(audit.CheckerReached):
         module.run(variants.attention, q, q, q, None, variants.Knobs())
     (slug, what, _), = audit.take()
-    assert "attn_drill.judge.variants.attention" in what
+    assert "attn_drill.judge.variants.attention.attention" in what
     with Tracer(path):
         variants.attention(q, q, q, None, variants.Knobs())  # the checker calling its own code: fine
         module.run(torch.matmul, q, q.transpose(-2, -1))
@@ -275,7 +277,7 @@ def test_the_tracer_stops_the_checkers_code_run_from_the_users_and_not_the_check
     ("import attn_drill\n", 1),
     ("x = 1\ndef f():\n    from attn_drill.judge import variants\n", 3),
     ("import importlib\nm = importlib.import_module('attn_drill.judge.specs.base')\n", 2),
-    ("import sys\nm = sys.modules['attn_drill.judge.variants']\n", 2),
+    ("import sys\nm = sys.modules['attn_drill.judge.variants.attention']\n", 2),
 ])
 def test_an_import_of_attn_drill_is_found_anywhere_in_the_source(source, line):
     assert forgery.imports_checker(source, "x.py")[0] == line
@@ -292,7 +294,7 @@ def test_the_checkers_own_code_handed_in_as_the_answer_is_named():
         pass
 
     assert "derives from MultiHeadAttention" in forgery.provenance(Sub)
-    assert "attn_drill.judge.variants" in forgery.provenance(functools.partial(variants.attention, knobs=None))
+    assert "attn_drill.judge.variants.attention" in forgery.provenance(functools.partial(variants.attention, knobs=None))
     assert "reference/sdpa.py" in forgery.provenance(reference_module("sdpa.py").scaled_dot_product_attention)
     assert forgery.provenance(uniform) is None
     assert forgery.provenance({"causal_mask": reference_module("masks.py").causal_mask})

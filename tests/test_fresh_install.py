@@ -17,7 +17,7 @@ NO_NUMPY = """
 import json, sys
 sys.modules["numpy"] = None
 from pathlib import Path
-from attn_drill.process import tamper
+from attn_drill.judge import tamper
 from attn_drill.judge.engine import check_file
 tamper.snapshot()  # the canary: a fixed attention, hashed
 rep = check_file(Path(sys.argv[1]), "sdpa", 7)
@@ -35,7 +35,8 @@ def test_the_judge_needs_no_numpy():
 # A worker whose own preparation fails (here, the snapshot), before the user's file is even loaded.
 BROKEN_WORKER = """
 import os, sys
-from attn_drill.process import tamper, worker
+from attn_drill.judge import tamper
+from attn_drill.process import worker
 
 def broken():
     raise RuntimeError("Numpy is not available")

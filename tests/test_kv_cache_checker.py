@@ -5,11 +5,12 @@ from pathlib import Path
 
 import torch
 
-from attn_drill.judge import cache_probes, variants_cache
+from attn_drill.judge.probes import cache as cache_probes
+from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import reference_module
 from attn_drill.judge.specs.kv_cache import Steps, join
-from attn_drill.judge.variants_cache import CacheKnobs
+from attn_drill.judge.variants.cache import CacheKnobs
 
 SPEC = SPECS["kv-cache"]
 

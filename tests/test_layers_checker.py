@@ -1,5 +1,5 @@
 """What the layers' checker says beyond the corpus's first slug: the sub-layer named in the title of a mistake
-inside the user's MultiHeadAttention, the first departing sub-module of a mistake no slug names (layer_hooks),
+inside the user's MultiHeadAttention, the first departing sub-module of a mistake no slug names (probes/layers.py),
 the placement fitted for norm-placement, and the layers in explain and the mock."""
 
 import json

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import variants
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.diagnoses import misplaced
 from attn_drill.judge.specs.base import Case
-from attn_drill.judge.variants import Knobs
-from attn_drill.judge.variants_flash import FlashKnobs, flash
+from attn_drill.judge.variants.attention import Knobs
+from attn_drill.judge.variants.flash import FlashKnobs, flash
 
 
 def params(D: int, bias: bool = True, seed: int = 0) -> dict:

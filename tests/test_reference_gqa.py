@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.judge import variants
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
 

@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.judge import variants_cache
+from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
-from attn_drill.judge.variants_cache import CacheKnobs
+from attn_drill.judge.variants.cache import CacheKnobs
 
 
 def load():

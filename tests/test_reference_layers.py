@@ -10,8 +10,8 @@ import torch
 from attn_drill import paths
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
-from attn_drill.judge.variants import Knobs
-from attn_drill.judge.variants_layers import PLACEMENTS, LayerKnobs
+from attn_drill.judge.variants.attention import Knobs
+from attn_drill.judge.variants.layers import PLACEMENTS, LayerKnobs
 
 
 def load(name):

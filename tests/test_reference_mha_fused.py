@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attn_drill import paths
-from attn_drill.judge import module_variants, variants
+from attn_drill.judge.variants import modules as module_variants, attention as variants
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
 

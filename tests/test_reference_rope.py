@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from attn_drill import paths
-from attn_drill.judge import calls, diagnoses, rope_fit
+from attn_drill.judge import calls, diagnoses
+from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
-from attn_drill.judge.variants import RIGHT, Knobs
+from attn_drill.judge.variants.attention import RIGHT, Knobs
 
 
 def apply_rope():

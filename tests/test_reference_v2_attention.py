@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import paths
-from attn_drill.judge import variants, variants_relpos
+from attn_drill.judge.variants import attention as variants, relpos as variants_relpos
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs import SPECS
-from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants.attention import Knobs
 
 
 def load(name):

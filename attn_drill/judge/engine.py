@@ -8,12 +8,13 @@ from pathlib import Path
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import audit, calls, diagnoses, forgery, load, probes
+from attn_drill.judge import audit, calls, diagnoses, forgery, load
+from attn_drill.judge.probes import generic as probes
 from attn_drill.judge.compare import TOL, diff, where
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import load_references
-from attn_drill.process import tamper
-from attn_drill.process.tamper import snapshot
+from attn_drill.judge import tamper
+from attn_drill.judge.tamper import snapshot
 from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, STAGES, WARN, Report, Stage
 
 

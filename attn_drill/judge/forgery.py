@@ -1,4 +1,4 @@
-"""What a checked file may not do to get a verdict it did not earn, beyond changing torch (process/tamper.py):
+"""What a checked file may not do to get a verdict it did not earn, beyond changing torch (judge/tamper.py):
 
 - use the checker: import attn_drill (found in the source and among the module's names after its import), or
   hand the checker its own code as the answer (a function or class of attn_drill's or the reference's, or a

@@ -37,7 +37,8 @@ from pathlib import Path
 
 import torch
 
-from attn_drill.judge import audit, calls, load, probes
+from attn_drill.judge import audit, calls, load
+from attn_drill.judge.probes import generic as probes
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import Case, grouped_layer_shapes, load_references, random_params, reference_module
 from attn_drill.judge.trace import Tracer

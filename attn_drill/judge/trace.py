@@ -35,8 +35,8 @@ LOWER = (torch.float32, torch.float16, torch.bfloat16)  # below float64: precisi
 # the checker's code that runs inside a user call on its own account: modes, hooks (module, function name)
 HOOK_MODULES = frozenset({"attn_drill.judge.trace", "attn_drill.judge.memory", "attn_drill.judge.audit"})
 HOOKS = frozenset({("attn_drill.judge.specs.masks", "ReadsOnMeta.__torch_function__"),
-                   ("attn_drill.judge.cache_probes", "JoinWatch.__torch_function__"),
-                   ("attn_drill.judge.module_hooks", "_record.<locals>.hook"),
+                   ("attn_drill.judge.probes.cache", "JoinWatch.__torch_function__"),
+                   ("attn_drill.judge.probes.modules", "_record.<locals>.hook"),
                    ("attn_drill.judge.maps", "hooked.<locals>.record.<locals>.hook"),  # attn-drill show's hooks
                    ("attn_drill.judge.maps", "_kv_steps.<locals>.values"),
                    ("attn_drill.judge.maps", "_kv_steps.<locals>.identity")})

@@ -4,7 +4,7 @@
 - warm.py    (CLI side + server) a process that imports torch once and forks one worker per check;
 - worker.py  (the worker) imports torch, confines itself, runs the judge on one file, sends the report;
 - sandbox.py (the worker) limits: stdin, memory, output size, what the user's prints become;
-- tamper.py  (the worker) finds and undoes what the user's code replaced in torch or in the checker.
+- (the judge's tamper.py, run by the worker, finds and undoes what the user's code replaced in torch.)
 
 What the verdict is comes from attn_drill/judge/; this package only makes sure there is one.
 """

@@ -37,7 +37,8 @@ def main(argv: list[str]) -> int:
 
     prepare_torch()  # the one slow import, paid before any clock starts
 
-    from attn_drill.process import sandbox, tamper
+    from attn_drill.process import sandbox
+    from attn_drill.judge import tamper
     from attn_drill.judge.engine import check_file
 
     try:
@@ -106,7 +107,7 @@ def keep_dynamo_out() -> None:
 
     import torch._compile
 
-    from attn_drill.process.tamper import filled
+    from attn_drill.judge.tamper import filled
 
     code = torch._compile._disable_dynamo(lambda: None).__code__
     if "fn" not in code.co_freevars:
@@ -138,7 +139,7 @@ class Guard:
     def verify(self, report) -> None:
         changed = self.changed_since(self.snap)
         if changed:
-            from attn_drill.process import tamper
+            from attn_drill.judge import tamper
 
             report.findings.append(tamper.finding(changed, "your code replaced", " (seen after the check ended)"))
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import load, module_hooks
+from attn_drill.judge import load
+from attn_drill.judge.probes import modules as module_hooks
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (MASKING, MATCH, RESHAPES, SCORES, departure, diagnosis, first_outcome,
                                         line_of, locate, scale_finding, variant_finding)
-from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants.attention import Knobs
 
 # the exercises these diagnoses run for: attention that returns its weights, and those of it with heads
 ATTENTION = ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position")
@@ -85,7 +86,7 @@ def mask_head_broadcast(check):
     return f
 
 
-# --- heads: the evidence adds where the module departs (module_hooks, on the layers its spec names) -----
+# --- heads: the evidence adds where the module departs (probes/modules.py, on the layers its spec names) -----
 
 def located(check):
     """An evidence tail for variant_finding: where the user's module first departs from the reference."""

@@ -1,6 +1,6 @@
-"""kv-cache mistakes. Each is named by a variant of cached attention (variants_cache) that reproduces the user's
+"""kv-cache mistakes. Each is named by a variant of cached attention (variants/cache.py) that reproduces the user's
 outputs and returned cache on every case, or all but one; the evidence adds what the cache itself shows
-(cache_probes): the axis it was joined on, the positions and angles its keys are turned by.
+(probes/cache.py): the axis it was joined on, the positions and angles its keys are turned by.
 
 Which diagnoses are worth trying follows from the cache: mistakes inside attention (scale, softmax, causal
 mask, merge, W_o, kv-head order) leave it right; RoPE mistakes change its keys and not its values.
@@ -13,11 +13,13 @@ import math
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import cache_probes, load, rope_fit, variants_cache
+from attn_drill.judge.probes import cache as cache_probes, rope as rope_fit
+from attn_drill.judge import load
+from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (LOCATORS, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
                                         variant_finding)
-from attn_drill.judge.variants_cache import SCALES, CacheKnobs, scale_of
+from attn_drill.judge.variants.cache import SCALES, CacheKnobs, scale_of
 
 KV = ("kv-cache",)
 SOFTMAX = {"softmax", "_softmax", "exp"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from attn_drill import findings
 from attn_drill.judge.diagnoses import MATCH, RESHAPES, SHAPE_CAUSES, line_of
-from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants.attention import Knobs
 
 
 def unprojected(check, symptom):

@@ -1,7 +1,7 @@
 """Flash-attention mistakes: the full score matrix, the scale, the causal mask, the online-softmax rescale.
 
 The full score matrix is seen by memory.Allocations, which stops the user's code at the op that makes it.
-The others are variants of the blockwise computation (variants_flash) that reproduce the user's outputs.
+The others are variants of the blockwise computation (variants/flash.py) that reproduce the user's outputs.
 A row that sees no key in a variant (the diagonal hidden in a square causal case) is left out of comparisons
 (FlashSpec.distance).
 """
@@ -16,7 +16,7 @@ from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (MATCH, SCORES, diagnosis, first_outcome, fit_log, line_of, scale_finding,
                                         variant_finding)
 from attn_drill.judge.specs.flash import memory_note
-from attn_drill.judge.variants_flash import FlashKnobs, visible
+from attn_drill.judge.variants.flash import FlashKnobs, visible
 
 MASKING = {"masked_fill", "masked_fill_", "where", "tril", "triu", "__gt__", "__ge__", "__lt__", "__le__"}
 SCALING = SCORES | {"__mul__", "__truediv__", "mul", "div"}

@@ -5,7 +5,7 @@ Two kinds, told apart by hooks on the attention sub-layers (layer_hooks.departin
   the user's layer hands it. The user's MultiHeadAttention is then checked on its own, as the mha exercise,
   and the mha diagnoses name the mistake; the finding keeps its bare slug and names the sub-layer.
 - around them: a residual dropped, the norms placed otherwise, no ReLU, no causal mask or one off by one,
-  cross-attention's inputs swapped, the masks misrouted or never handed on; each a knob of variants_layers,
+  cross-attention's inputs swapped, the masks misrouted or never handed on; each a knob of variants/layers.py,
   held to the user's outputs.
 """
 
@@ -17,11 +17,12 @@ from types import SimpleNamespace
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import calls, layer_hooks, load
+from attn_drill.judge import calls, load
+from attn_drill.judge.probes import layers as layer_hooks
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import MATCH, diagnosis, first_outcome, line_of, variant_finding
-from attn_drill.judge.variants import Knobs
-from attn_drill.judge.variants_layers import PLACEMENTS, LayerKnobs
+from attn_drill.judge.variants.attention import Knobs
+from attn_drill.judge.variants.layers import PLACEMENTS, LayerKnobs
 
 LAYERS = ("encoder-layer", "decoder-layer")
 INSIDE = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverted", "mask-ignored", "mask-after-softmax",

@@ -22,9 +22,9 @@ import torch
 from attn_drill.judge.diagnoses import (MASKING, departure, diagnosis, first_outcome, golden, line_of, match,
                                         variant_finding)
 from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, first_masked
-from attn_drill.judge.variants import Knobs
-from attn_drill.judge.variants_cache import CacheKnobs
-from attn_drill.judge.variants_flash import FlashKnobs
+from attn_drill.judge.variants.attention import Knobs
+from attn_drill.judge.variants.cache import CacheKnobs
+from attn_drill.judge.variants.flash import FlashKnobs
 
 SCALING = {"__mul__", "__truediv__", "mul", "div", "__rmul__", "__itruediv__", "__imul__"}
 

@@ -1,7 +1,7 @@
 """Mistakes of the self-attention modules (mha-fused, gqa) alone: the fused split order, the kv head mapping.
 
 The scale, softmax, mask and head diagnoses of attention.py apply to these modules as they are (their specs
-honour every knob, and say what their own layers should see for module_hooks).
+honour every knob, and say what their own layers should see for probes/modules.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (MATCH, RESHAPES, diagnosis, first_outcome, line_of, locate,
                                         variant_finding)
-from attn_drill.judge.variants import Knobs, attention, linear, split_heads
+from attn_drill.judge.variants.attention import Knobs, attention, linear, split_heads
 
 SPLITS = RESHAPES | {"split", "chunk", "unbind", "unflatten", "__getitem__"}
 

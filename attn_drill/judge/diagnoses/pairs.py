@@ -13,10 +13,10 @@ from dataclasses import fields, replace
 from attn_drill import findings
 from attn_drill.judge.diagnoses import RESHAPES, SCORES, first_outcome, line_of, match
 from attn_drill.judge.diagnoses.misplaced import SCALING
-from attn_drill.judge.variants import Knobs
-from attn_drill.judge.variants_cache import CacheKnobs
-from attn_drill.judge.variants_flash import FlashKnobs
-from attn_drill.judge.variants_layers import LayerKnobs
+from attn_drill.judge.variants.attention import Knobs
+from attn_drill.judge.variants.cache import CacheKnobs
+from attn_drill.judge.variants.flash import FlashKnobs
+from attn_drill.judge.variants.layers import LayerKnobs
 
 # (slug, knobs, how it is said, the exercises where it can happen)
 ATTENTION = ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position")

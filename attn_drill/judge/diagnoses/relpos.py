@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from attn_drill.judge import load
 from attn_drill.judge.diagnoses import SCORES, diagnosis, first_outcome, line_of, variant_finding
-from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants.attention import Knobs
 
 RELPOS = ("relative-position",)
 OFFSETS = {"__sub__", "sub", "__rsub__", "arange", "__neg__", "neg"}

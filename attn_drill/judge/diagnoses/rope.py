@@ -1,5 +1,5 @@
 """RoPE mistakes, read off the output: which features turn together, which way, at what frequencies, and
-whether the angles follow the given positions (rope_fit does the reading; this names what it finds).
+whether the angles follow the given positions (probes/rope.py does the reading; this names what it finds).
 
 Each case's output is fitted as pair rotations; then every combination of the known slips (direction,
 positions, frequency formula) is tried on the fitted angles, and the one that explains the most cases is
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import rope_fit
+from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, line_of, match
-from attn_drill.judge.rope_fit import ANGLE_TOL, FREQUENCIES, Rotation
-from attn_drill.judge.variants import Knobs
+from attn_drill.judge.probes.rope import ANGLE_TOL, FREQUENCIES, Rotation
+from attn_drill.judge.variants.attention import Knobs
 
 # (positions, sign, frequency formula), the right one first, then by how many slips they combine
 COMBOS = sorted(((where, sign, how) for where in ("given", "arange") for sign in (1, -1) for how in FREQUENCIES),

@@ -14,7 +14,7 @@ from attn_drill.judge.specs.mha_fused import FusedSpec
 from attn_drill.judge.specs.relative_position import RelPosSpec
 from attn_drill.judge.specs.rope import RopeSpec
 from attn_drill.judge.specs.sdpa import SDPASpec
-from attn_drill.judge.specs.single_head import SingleHeadSpec
+from attn_drill.judge.specs.self_attention import SingleHeadSpec
 from attn_drill.judge.specs.softmax import SoftmaxSpec
 
 SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(),

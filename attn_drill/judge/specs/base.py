@@ -13,7 +13,7 @@ from torch import nn
 from attn_drill import findings
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.trace import FORBIDDEN
-from attn_drill.judge.variants import Knobs
+from attn_drill.judge.variants.attention import Knobs
 from attn_drill.report import Finding
 
 
@@ -301,7 +301,7 @@ class ModuleSpec(Spec):
     against the contract, built from the case's config, its layers checked by name and shape and given the
     reference's weights, gradients for the inputs and every layer. The masked ones (all but kv-cache) also
     share a mask with no head axis, scales that confuse d with d_model, and what each layer should see (for
-    the hooks of module_hooks: `projected`, `merged`)."""
+    the hooks of probes/modules.py: `projected`, `merged`)."""
 
     layers: tuple[str, ...]  # the nn.Linear layers the contract names
     grad_names: tuple[str, ...]  # the inputs whose gradients are compared
@@ -407,7 +407,7 @@ class ModuleSpec(Spec):
 
     def locate(self, check) -> str:
         """Where the user's module first departs from the reference (hooks on its layers)."""
-        from attn_drill.judge.module_hooks import locate
+        from attn_drill.judge.probes.modules import locate
         return locate(check)
 
     def grad_inputs(self, x, module):

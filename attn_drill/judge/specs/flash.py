@@ -17,7 +17,7 @@ import torch
 from attn_drill.judge import memory
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
-from attn_drill.judge.variants_flash import FlashKnobs, flash
+from attn_drill.judge.variants.flash import FlashKnobs, flash
 
 DEFAULT_BLOCK = 64  # the contract's default block_size
 MEASURE = {"T": 4096, "d": 64, "block_size": 256}  # the memory comparison: B = H = 1, float32

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import variants_cache
+from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.specs.base import Case, ModuleSpec, grouped_layer_shapes, random_params
 
 

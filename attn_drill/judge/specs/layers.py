@@ -11,11 +11,11 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
-from attn_drill.judge import variants_layers
+from attn_drill.judge.variants import layers as variants_layers
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
 from attn_drill.judge.trace import FORBIDDEN
-from attn_drill.judge.variants_layers import LayerKnobs
+from attn_drill.judge.variants.layers import LayerKnobs
 
 ATTN = ("W_q", "W_k", "W_v", "W_o")
 # every nn.Transformer* layer runs nn.MultiheadAttention (F.multi_head_attention_forward; under the checker's
@@ -145,7 +145,7 @@ class LayerSpec(ModuleSpec):
     localise = False
 
     def locate(self, check):
-        from attn_drill.judge.layer_hooks import locate
+        from attn_drill.judge.probes.layers import locate
         return locate(check)
 
     @staticmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import variants
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
 
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")

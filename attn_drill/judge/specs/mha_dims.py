@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import variants
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs.base import Case, random_params, roomy_mask
 from attn_drill.judge.specs.mha import MHASpec
 

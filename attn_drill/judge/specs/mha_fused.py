@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import module_variants
-from attn_drill.judge.specs.self_attention import SelfAttentionSpec, random_case
-from attn_drill.judge.variants import Knobs, linear
+from attn_drill.judge.variants import modules as module_variants
+from attn_drill.judge.specs.modules import SelfAttentionSpec, random_case
+from attn_drill.judge.variants.attention import Knobs, linear
 
 
 class FusedSpec(SelfAttentionSpec):

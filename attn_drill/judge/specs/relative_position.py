@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 from attn_drill import findings
-from attn_drill.judge import variants_relpos
+from attn_drill.judge.variants import relpos as variants_relpos
 from attn_drill.judge.specs.base import roomy_mask
-from attn_drill.judge.specs.self_attention import SelfAttentionSpec, random_case
-from attn_drill.judge.variants import Knobs, linear
+from attn_drill.judge.specs.modules import SelfAttentionSpec, random_case
+from attn_drill.judge.variants.attention import Knobs, linear
 
 PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 

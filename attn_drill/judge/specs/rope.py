@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import rope_fit
+from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 
 SIGNATURE = "apply_rope(x, positions, base=10000.0)"

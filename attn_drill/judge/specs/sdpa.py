@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge import variants
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs.base import Case, Spec, random_mask, reference_module, resolve_function
 
 

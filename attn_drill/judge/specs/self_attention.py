@@ -1,39 +1,69 @@
-"""What the self-attention modules (mha-fused, gqa) share: forward(x, mask=None) -> (out, weights), and their
-cases: x (B, T, D) with a mask with no head axis."""
+"""self-attention: class SelfAttention(dim, dk, dv, bias=True), forward(x, mask=None); one head, no W_o.
+
+(specs/self_attention.py is the base the self-attention *modules* share; this is the single-head exercise.)
+"""
 
 from __future__ import annotations
 
 import torch
 
-from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
+from attn_drill.judge.variants import modules as module_variants
+from attn_drill.judge.specs.base import roomy_mask
+from attn_drill.judge.specs.modules import SelfAttentionSpec, random_case
+from attn_drill.judge.variants.attention import Knobs, linear
 
 
-def random_case(gen, dims: dict, config: dict, shapes: dict, mask_kind: str | None, label: str,
-                make_mask=random_mask) -> Case:
-    """x (B, T, D) and a (B, T, T) or (B, 1, T) mask (or none), every row with a visible key."""
-    B, T, D = dims["B"], dims["T"], dims["D"]
-    x = torch.randn(B, T, D, generator=gen, dtype=torch.float64)
-    mask = {None: None, "full": (B, T, T), "keys": (B, 1, T)}[mask_kind]
-    mask = None if mask is None else make_mask(gen, *mask)
-    label += (f", mask {tuple(mask.shape)}" if mask is not None else ", no mask")
-    dims = dims | {"Tq": T, "Tk": T}
-    return Case(label, {"x": x, "mask": mask}, dims, config=config,
-                params=random_params(gen, shapes, config["bias"]))
+class SingleHeadSpec(SelfAttentionSpec):
+    id = "self-attention"
+    file = "self_attention.py"
+    name = "SelfAttention"
+    layers = ("W_q", "W_k", "W_v")
+    axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "query", "key")}
+    positional = ("dim", "dk", "dv")
+    signature = "__init__(self, dim, dk, dv, bias=True)"
 
+    def layer_shapes(self, config):
+        dim, dk, dv = config["dim"], config["dk"], config["dv"]
+        return {"W_q": (dk, dim), "W_k": (dk, dim), "W_v": (dv, dim)}
 
-class SelfAttentionSpec(ModuleSpec):
-    outputs = ("out", "weights")
-    maps = "returned"  # attn-drill show
-    axes = {"out": ("batch", "query", "feature"), "weights": ("batch", "head", "query", "key")}
-    grad_names = ("x",)
-    forward = ((None, 1), {"mask": None}, "forward(self, x, mask=None)")
+    def layer_text(self, name):
+        return f"nn.Linear(dim, {'dv' if name == 'W_v' else 'dk'}, bias=bias)"
 
-    def feed(self, module, case, x, grad):
-        if grad:
-            x["x"].requires_grad_(True)
-        kwargs = {"mask": x["mask"]} if x["mask"] is not None else {}
-        return module(x["x"], **kwargs)
+    def cases(self, gen):
+        def case(B, T, dim, dk, dv, mask_kind, bias=True):
+            label = f"B={B} T={T} dim={dim} dk={dk} dv={dv}{'' if bias else ', bias=False'}"
+            config = {"dim": dim, "dk": dk, "dv": dv, "bias": bias}
+            dims = {"B": B, "T": T, "dim": dim, "dk": dk, "dv": dv, "d": dk, "D": dim}
+            return random_case(gen, dims, config, self.layer_shapes(config), mask_kind, label, roomy_mask)
+
+        # dk, dv and dim all differ, so a scale by sqrt(dv) or sqrt(dim) shows, and so does a dv-wide q
+        return [
+            case(2, 5, 6, 4, 7, "full"),  # (the dtype and device stages use this one)
+            case(2, 6, 9, 5, 3, "keys"),  # a (B, 1, T) padding-style mask
+            case(3, 4, 8, 6, 2, None, bias=False),
+            case(2, 7, 5, 3, 8, "full"),
+            case(4, 5, 7, 9, 4, None),  # dk wider than dim
+        ]
+
+    def variant(self, case, knobs: Knobs):
+        return module_variants.single_head(case.params, case.inputs["x"], case.inputs["mask"], knobs)
 
     def expected_shapes(self, case):
-        B, H, T, D = (case.dims[n] for n in ("B", "H", "T", "D"))
-        return {"out": (B, T, D), "weights": (B, H, T, T)}
+        B, T, dv = (case.dims[n] for n in ("B", "T", "dv"))
+        return {"out": (B, T, dv), "weights": (B, T, T)}
+
+    def raw_scores(self, case):
+        q, k = (linear(case.inputs["x"], case.params, n) for n in ("W_q", "W_k"))
+        return q @ k.transpose(-2, -1)  # (B, T, T)
+
+    def visible(self, case):
+        return case.inputs["mask"]  # (B, T or 1, T): one head, so it lines up with the weights as it is
+
+    def scale_names(self, case):
+        dk, dv, dim = (case.dims[n] for n in ("dk", "dv", "dim"))
+        return {"1 (no scale)": 1.0, f"1/{dk} = 1/dk": 1.0 / dk, f"sqrt({dk}) = sqrt(dk), multiplied": dk ** 0.5,
+                f"1/sqrt({dv}) = 1/sqrt(dv)": dv ** -0.5, f"1/sqrt({dim}) = 1/sqrt(dim)": dim ** -0.5,
+                f"1/{dv} = 1/dv": 1.0 / dv}
+
+    def projected(self, case) -> dict[str, torch.Tensor]:
+        return {n: linear(case.inputs["x"], case.params, n) for n in self.layers}

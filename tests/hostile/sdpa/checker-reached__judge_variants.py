@@ -3,5 +3,5 @@ import sys
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):
-    variants = sys.modules["attn" + "_drill.judge.variants"]
+    variants = sys.modules["attn" + "_drill.judge.variants.attention"]
     return variants.attention(q, k, v, mask, variants.Knobs())

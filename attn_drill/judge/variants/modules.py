@@ -1,4 +1,5 @@
-"""Known mistakes of the fused, grouped-query and single-head modules, as executable variants (see variants.py).
+"""Known mistakes of the fused, grouped-query and single-head modules, as executable variants
+(see variants/attention.py).
 
 Default knobs give the reference's answer (tests/test_reference_mha_fused.py and test_reference_gqa.py prove it);
 `qkv_split` and `kv_repeat` reproduce the two mistakes of their own, the other knobs the attention ones.
@@ -10,7 +11,8 @@ from dataclasses import replace
 
 import torch
 
-from attn_drill.judge.variants import RIGHT, Knobs, attend_and_merge, attention, linear, repeat_kv, split_heads
+from attn_drill.judge.variants.attention import (RIGHT, Knobs, attend_and_merge, attention, linear, repeat_kv,
+    split_heads)
 
 
 def split_qkv(qkv: torch.Tensor, H: int, how: str = "ok") -> tuple:

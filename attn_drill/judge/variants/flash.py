@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_drill.judge.variants import scale_of
+from attn_drill.judge.variants.attention import scale_of
 
 
 @dataclass(frozen=True)

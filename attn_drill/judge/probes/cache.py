@@ -12,7 +12,9 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
-from attn_drill.judge import rope_fit, trace, variants_cache
+from attn_drill.judge.probes import rope as rope_fit
+from attn_drill.judge import trace
+from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.compare import closeness
 
 JOINS = {"cat": None, "concat": None, "concatenate": None, "hstack": 1, "vstack": 0, "row_stack": 0}  # None: dim=
@@ -68,7 +70,7 @@ def cache_joins(check) -> tuple[list[dict], object]:
 # --- the keys in the returned cache: turned by what, at what positions -----------------------------------
 
 def key_rotation(o):
-    """rope_fit's reading of the new keys the user's cache holds against the unrotated keys W_k x."""
+    """probes/rope.py's reading of the new keys the user's cache holds against the unrotated keys W_k x."""
     if o.outputs is None:
         return None
     case = o.case

@@ -14,8 +14,8 @@ import torch
 
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import reference_module
-from attn_drill.judge.variants import mha
-from attn_drill.judge.variants_layers import sub_params
+from attn_drill.judge.variants.attention import mha
+from attn_drill.judge.variants.layers import sub_params
 
 SAME = 1e-6
 

@@ -31,7 +31,7 @@ class Knobs:
     rope_sign: int = 1  # 1, or -1: rotates by -theta
     rope_positions: str = "given"  # given | arange (0..T-1: the positions, or the cache offset, ignored)
     rope_freqs: str = "ok"  # ok (base ** (-2i/d)) | another formula named in rope_fit.FREQUENCIES
-    # relative-position (variants_relpos applies them):
+    # relative-position (variants/relpos.py applies them):
     relpos_offset: str = "j-i"  # j-i (key j's offset from query i) | i-j (the direction flipped)
     relpos_far: str = "clip"  # clip | none (an index past the table raises) | wrap (% the table) | drop (no term)
     relpos_scaled: bool = True  # False: the position term added after the 1/sqrt(d) scaling

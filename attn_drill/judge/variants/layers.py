@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from attn_drill.judge.variants import RIGHT, Knobs, linear, mha
+from attn_drill.judge.variants.attention import RIGHT, Knobs, linear, mha
 
 ENCODER_BLOCKS = ("self_attn", "ff")
 DECODER_BLOCKS = ("self_attn", "cross_attn", "ff")

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from attn_drill.judge import rope_fit
-from attn_drill.judge.module_variants import gqa_project
-from attn_drill.judge.variants import Knobs, linear, merge_heads, project_per_head, repeat_kv, split_heads
+from attn_drill.judge.probes import rope as rope_fit
+from attn_drill.judge.variants.modules import gqa_project
+from attn_drill.judge.variants.attention import Knobs, linear, merge_heads, project_per_head, repeat_kv, split_heads
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Known mistakes of relative-position attention (Shaw et al.), as executable variants (see variants.py).
+"""Known mistakes of relative-position attention (Shaw et al.), as executable variants (see variants/attention.py).
 
 Default knobs give the reference's answer (tests/test_reference_v2_attention.py proves it). The relative-position
 knobs reproduce its own mistakes (the offset's direction, far offsets not clipped, the position term left
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill.judge.variants import RIGHT, Knobs, attend_and_merge, linear, split_heads
+from attn_drill.judge.variants.attention import RIGHT, Knobs, attend_and_merge, linear, split_heads
 
 
 def offsets(T: int, m: int, knobs: Knobs = RIGHT, device=None) -> tuple[torch.Tensor, torch.Tensor]:
