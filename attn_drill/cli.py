@@ -2,9 +2,9 @@
 
 Startup time matters: `list`, `--help`, `start` and `hint` should cost little more than starting Python.
 Importing typer (and the pydantic its parameter parsing pulls in) costs more than that, so `main()` answers
-the plain forms of those without it (`_fast_path`), and the typer app is built only for the rest (`get_app`). The commands' work is in plain `cmd_*`
-functions that both paths call: commands.py (the drill loop) and commands_practice.py (watch, mock,
-stats). Nothing here ever imports torch.
+the plain forms of those without it (`_fast_path`), and the typer app is built only for the rest (`get_app`).
+The commands' work is in plain `cmd_*` functions that both paths call, in commands/ (drill.py: the drill loop;
+practice.py: watch, mock, stats). Nothing here ever imports torch.
 
 (No `from __future__ import annotations` here: typer reads the annotations of the nested commands.)
 """
@@ -14,12 +14,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import List, Optional
 
-from attn_drill.commands import (MINUTES_RANGE, TIMEOUT_RANGE, cmd_check, cmd_hint, cmd_list, cmd_reset,
-                                 cmd_solution, cmd_start)
-from attn_drill.commands_attempts import cmd_attempts, cmd_repro
-from attn_drill.commands_explain import cmd_explain
-from attn_drill.commands_practice import cmd_mock, cmd_stats, cmd_watch
-from attn_drill.commands_show import PLOT_EXTRA, cmd_show
+from attn_drill.commands.drill import (MINUTES_RANGE, TIMEOUT_RANGE, cmd_check, cmd_hint, cmd_list, cmd_reset,
+    cmd_solution, cmd_start)
+from attn_drill.commands.attempts import cmd_attempts, cmd_repro
+from attn_drill.commands.explain import cmd_explain
+from attn_drill.commands.practice import cmd_mock, cmd_stats, cmd_watch
+from attn_drill.commands.show import PLOT_EXTRA, cmd_show
 from attn_drill.say import reset_warnings
 
 APP_HELP = ("Drill the attention coding round: write SDPA, multi-head attention, masks... by hand, "
@@ -105,7 +105,7 @@ def _click_error(e: Exception) -> None:
     if type(e).__name__ == "NoArgsIsHelpError":  # `attn-drill` alone: the help, as before
         e.show()
         raise SystemExit(e.exit_code)
-    from attn_drill.usage import fail as _fail
+    from attn_drill.commands.usage import fail as _fail
 
     where = e.ctx.command_path if e.ctx is not None else "attn-drill"
     _fail(e.format_message(), f"try: {where} --help")
@@ -166,7 +166,7 @@ def get_app():
                  "good, over it hard, a failing check or an abandoned attempt again. A due review starts "
                  "from a fresh skeleton (your file is backed up first); a new exercise starts as start does.")
     def next_() -> None:
-        from attn_drill.commands_next import cmd_next
+        from attn_drill.commands.next import cmd_next
 
         cmd_next()
 
@@ -333,7 +333,7 @@ def _fast_path(argv: List[str]) -> bool:
         cmd_list()
         return True
     if argv == ["next"]:
-        from attn_drill.commands_next import cmd_next
+        from attn_drill.commands.next import cmd_next
 
         cmd_next()
         return True

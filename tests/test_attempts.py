@@ -1,4 +1,4 @@
-"""Your past attempts (attn_drill/attempts.py), `attempts`, `repro` and `solution`'s plain and diff forms.
+"""Your past attempts (attn_drill/store/attempts.py), `attempts`, `repro` and `solution`'s plain and diff forms.
 
 The store is tested directly with hand-made reports; the commands through CliRunner with the real checker,
 and the script `repro` writes is run with plain python in a subprocess."""
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import attempts, cli
+from attn_drill.store import attempts
+from attn_drill import cli
 from attn_drill.report import FAIL, PASS, Report, Stage
 from attn_drill import findings
 
@@ -180,7 +181,7 @@ def test_attempts_and_repro_never_import_torch(failed_sdpa):
 
 
 def test_the_script_compiles_whatever_the_detail_holds(isolated):
-    from attn_drill import repro
+    from attn_drill.practice import repro
 
     nasty = 'x """ y \\ \\N{oops} \x1b[2J "\'\' raised ValueError: \\' + "z" * 300
     failure = attempts.Failure("h", 5, "exception", "values", nasty, 0, 1.0, str(isolated / "attn-practice" / "mha.py"))

@@ -29,7 +29,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import cli, commands, history, paths, say, state
+from attn_drill import cli, paths, say
+from attn_drill.commands import drill as commands
+from attn_drill.store import history, state
 from conftest import attn_drill_script
 
 ESC = "\x1b"

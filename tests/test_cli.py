@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import catalogue, cli, commands, history, paths, state
+from attn_drill import catalogue, cli, paths
+from attn_drill.commands import drill as commands
+from attn_drill.store import history, state
 
 MHA = catalogue.get("mha")
 SDPA = catalogue.get("sdpa")
@@ -525,7 +527,7 @@ def test_list_and_help_import_neither_torch_nor_typer(args):
 def test_help_never_opens_the_history(args):
     invoke("start", "mha")
     history.record_check("mha", passed=True, slugs=[])  # a database there to open
-    assert loaded_by(*args, heavy=("attn_drill.history", "sqlite3")) == set()
+    assert loaded_by(*args, heavy=("attn_drill.store.history", "sqlite3")) == set()
     assert "sqlite3" in loaded_by("list", heavy=("sqlite3",))  # the probe sees it when it is read
 
 

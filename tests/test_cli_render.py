@@ -8,7 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-from attn_drill import findings, listing, render
+from attn_drill import findings
+from attn_drill.render import listing, report as render
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Report, Stage
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attn_drill import catalogue, findings, history, mock
+from attn_drill import catalogue, findings
+from attn_drill.store import history
+from attn_drill.practice import mock
 from attn_drill.process import runner
 from attn_drill.report import FAIL, Report, Stage
 

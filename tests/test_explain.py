@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import catalogue, explain, history, stats
+from attn_drill import catalogue
+from attn_drill.practice import explain, stats
+from attn_drill.store import history
 
 ROOT = Path(__file__).parent.parent
 CORPUS = Path(__file__).parent / "corpus"

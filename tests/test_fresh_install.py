@@ -47,7 +47,7 @@ worker.main(["worker", str(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
 
 
 def test_a_checker_failure_before_user_code_is_ours_and_not_recorded(tmp_path):
-    from attn_drill import history
+    from attn_drill.store import history
     from attn_drill.report import Report
 
     events = tmp_path / "events"

@@ -1,11 +1,13 @@
 """Hints that follow the diagnosis: after a failing check, `hint` gives the named mistake's hints first
-(attn_drill/mistake_hints.toml), then the exercise's own; `reset` clears what was seen."""
+(attn_drill/practice/mistake_hints.toml), then the exercise's own; `reset` clears what was seen."""
 
 from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from attn_drill import catalogue, cli, findings, hints, history, state
+from attn_drill import catalogue, cli, findings
+from attn_drill.practice import hints
+from attn_drill.store import history, state
 
 SDPA = catalogue.get("sdpa")
 
@@ -26,7 +28,7 @@ def test_every_named_mistake_has_one_or_two_hints():
 def test_the_hints_ship_inside_the_package():
     from attn_drill import paths
 
-    assert hints.MISTAKE_HINTS.parent == paths.PACKAGE and hints.MISTAKE_HINTS.is_file()
+    assert hints.MISTAKE_HINTS.is_relative_to(paths.PACKAGE) and hints.MISTAKE_HINTS.is_file()
 
 
 def failed_with(slug: str, exercise: str = "sdpa") -> None:

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from attn_drill import history, say
+from attn_drill.store import history
+from attn_drill import say
 
 
 @pytest.fixture(autouse=True)
@@ -225,7 +226,9 @@ FULL_DISK = textwrap.dedent("""
     import resource, signal
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    from attn_drill import history, listing, say
+    from attn_drill import say
+    from attn_drill.render import listing
+    from attn_drill.store import history
     print(history.record_check("sdpa", passed=True, slugs=[]), history.record_mock(MOCK), history.progress())
 """)
 
@@ -243,7 +246,9 @@ def test_a_full_disk_warns_once_and_records_nothing(home):
 
 WRITER = textwrap.dedent("""
     import sys
-    from attn_drill import history, listing, say
+    from attn_drill import say
+    from attn_drill.render import listing
+    from attn_drill.store import history
     for i in range(int(sys.argv[2])):
         assert history.record_check(sys.argv[1], passed=i % 2 == 0, slugs=["missing-scale"], duration=0.01)
 """)

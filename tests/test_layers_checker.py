@@ -7,7 +7,8 @@ import random
 from functools import lru_cache
 from pathlib import Path
 
-from attn_drill import catalogue, findings, mock
+from attn_drill import catalogue, findings
+from attn_drill.practice import mock
 from attn_drill.process import Job, run_checks
 from attn_drill.report import Finding
 

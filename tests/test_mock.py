@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import attn_drill_script
 
-from attn_drill import catalogue, history, mock, questions
+from attn_drill import catalogue
+from attn_drill.store import history
+from attn_drill.practice import mock, questions
 
 SDPA, MHA = catalogue.get("sdpa"), catalogue.get("mha")
 CORPUS = Path(__file__).parent / "corpus"
@@ -135,7 +137,7 @@ class Hints:
 
 
 def test_h_gives_the_named_mistake_s_hints_first_then_the_exercise_s(isolated):
-    from attn_drill import hints
+    from attn_drill.practice import hints
 
     s = session(last={"passed": False, "slugs": ["mask-inverted"]}, hints=0, ended_at=None, ended_by=None)
     ui, own = Hints(), hints.for_mistakes()["mask-inverted"]
@@ -186,7 +188,7 @@ def test_the_explain_round_after_a_pass_counts_in_the_score():
                                                {"kind": "concept", "line": 18, "right": False}],
                                  "answers": ["(b, h, tq, tk)", "1", None], "right": 1, "total": 3}
     assert card["points"]["questions"] == 15 and card["score"] == 50 + 20 + 15 - 5  # 2 right of 4 follow-ups
-    from attn_drill import render_mock
+    from attn_drill.render import mock as render_mock
 
     rows = dict((label, str(value)) for label, value in render_mock.scorecard_rows(card, SDPA))
     assert rows["explained"] == "1 of 3 (your own lines)" and rows["questions"] == "1 / 1 right"
@@ -419,7 +421,7 @@ def test_answers_that_do_not_fit_the_questions_score_nothing_and_the_mock_waits(
 
 
 def test_no_question_has_more_choices_than_answers_allow():
-    from attn_drill.mock_answers import MAX_CHOICES
+    from attn_drill.practice.mock_answers import MAX_CHOICES
 
     assert max(len(q.choices) for q in questions.bank().values()) <= MAX_CHOICES
 

@@ -1,4 +1,4 @@
-"""The "What breaks if you ...?" questions (attn_drill/mutants.py).
+"""The "What breaks if you ...?" questions (attn_drill/practice/mutants.py).
 
 mutants() on small sources: each kind is found, the mutant parses, only the named line changes. what_breaks()
 on the model answers: every answer is the first finding of a fresh `check` of that very mutant, and no asked
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from attn_drill import catalogue, findings, paths
-from attn_drill import mutants as mut
+from attn_drill.practice import mutants as mut
 from attn_drill.process import runner
 from attn_drill.process.warm import WarmPool
 from attn_drill.report import Report, Stage
@@ -171,7 +171,7 @@ def test_every_model_answer_has_mutants_that_parse(name):
 
 
 def test_the_mutants_module_imports_no_torch():
-    code = "import sys, attn_drill.mutants; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, attn_drill.practice.mutants; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

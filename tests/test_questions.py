@@ -7,8 +7,9 @@ from collections import Counter
 
 import pytest
 
-from attn_drill import catalogue, questions
-from attn_drill.questions import Question
+from attn_drill import catalogue
+from attn_drill.practice import questions
+from attn_drill.practice.questions import Question
 
 
 def test_the_bank_is_well_formed_and_big_enough():

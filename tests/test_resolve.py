@@ -1,4 +1,4 @@
-"""Which exercise and which file a command means (attn_drill/resolve.py), and what `check` records: ids as
+"""Which exercise and which file a command means (attn_drill/commands/resolve.py), and what `check` records: ids as
 PATHS, any case, a batch that goes on past a file it cannot check, suggestions from what a file defines."""
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import catalogue, cli, history, paths, resolve
+from attn_drill import catalogue, cli, paths
+from attn_drill.store import history
+from attn_drill.commands import resolve
 
 
 def invoke(*args: str):

@@ -1,4 +1,4 @@
-"""Spaced review (attn_drill/schedule.py, FSRS through the fsrs package): how attempts are rated, what `list`
+"""Spaced review (attn_drill/store/schedule.py, FSRS through the fsrs package): how attempts are rated, what `list`
 marks as due, what `next` starts, what `mock` picks, and the line after a pass that moves you on."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import attn_drill
-from attn_drill import catalogue, cli, history, mock, moveon, schedule, state
+from attn_drill import catalogue, cli
+from attn_drill.store import history, schedule, state
+from attn_drill.practice import mock, moveon
 from attn_drill.report import FAIL, NOT_STARTED, PASS, Report, Stage
 
 SOFTMAX, SDPA = catalogue.get("softmax"), catalogue.get("sdpa")

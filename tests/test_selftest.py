@@ -1,7 +1,7 @@
 """One catalogue, one self-test: each skeleton is reported not started, each reference passes clean."""
 
 from attn_drill import catalogue
-from attn_drill.selftest import selftest
+from attn_drill.commands.selftest import selftest
 
 
 def test_every_skeleton_fails_and_every_reference_passes():

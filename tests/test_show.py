@@ -1,6 +1,6 @@
 """`attn-drill show`: every head's attention weights, the user's beside the reference's.
 
-- the worker's side (judge/maps.py), in this process: every attention exercise's model answer draws the
+- the worker's side (judge/show.py), in this process: every attention exercise's model answer draws the
   reference's maps; the weights read through one-hot values (flash, kv-cache) are the softmax itself, computed
   here independently; a known mistake shows where it is; a module with `self_attn` and `cross_attn` children
   gets one map per sub-layer, by name;
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from attn_drill import attention_maps, catalogue, cli
+from attn_drill.practice import show as attention_maps
+from attn_drill import catalogue, cli
 
 ROOT = Path(__file__).parent.parent
 CORPUS = Path(__file__).parent / "corpus"
@@ -51,7 +52,7 @@ def user_copy(src: Path, folder: Path, name: str | None = None) -> Path:
 
 
 def maps_of(path: Path, exercise: str, seed: int = 0) -> dict:
-    from attn_drill.judge import maps
+    from attn_drill.judge import show as maps
 
     r = maps.run(path, exercise, seed)
     assert "maps" in r, r
@@ -76,7 +77,7 @@ def test_every_model_answer_draws_the_references_maps(in_process, tmp_path, exer
 def test_flash_weights_read_through_identity_values_are_the_softmax(in_process, tmp_path):
     import torch
 
-    from attn_drill.judge import maps
+    from attn_drill.judge import show as maps
 
     r = maps_of(user_copy(ROOT / "reference" / "flash.py", tmp_path / "user"), "flash", seed=5)
     x = maps.flash_example(torch.Generator().manual_seed(5))  # the same example, from the same seed
@@ -93,7 +94,7 @@ def test_kv_cache_weights_read_through_one_hot_values_are_the_softmax(in_process
     import torch
     import torch.nn.functional as F
 
-    from attn_drill.judge import maps
+    from attn_drill.judge import show as maps
     from attn_drill.judge.specs import SPECS
     from attn_drill.judge.specs.base import reference_module
 
@@ -144,7 +145,7 @@ def test_a_known_mistake_draws_maps_that_differ(in_process, tmp_path, exercise, 
 
 
 def test_broken_code_is_one_verdict_from_the_existing_findings(in_process, tmp_path):
-    from attn_drill.judge import maps
+    from attn_drill.judge import show as maps
 
     bad = tmp_path / "user" / "mha.py"
     bad.parent.mkdir()
@@ -331,7 +332,7 @@ def test_weights_of_one_head_are_drawn_as_one_head(in_process, tmp_path, monkeyp
 def test_a_module_exercise_with_no_weights_anywhere_is_a_usage_error(in_process, tmp_path, monkeypatch):
     """A module spec that sets no `maps` is looked at through hooks; when its model answer has no sub-layer that
     returns 4-D weights (here one head's (B, T, T), which only maps = "returned" reads), there is nothing to draw."""
-    from attn_drill.judge import maps
+    from attn_drill.judge import show as maps
     from attn_drill.judge.specs import SPECS
     from attn_drill.judge.specs import base
 

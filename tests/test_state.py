@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import catalogue, commands, history, say, state
+from attn_drill import catalogue, say
+from attn_drill.commands import drill as commands
+from attn_drill.store import history, state
 from attn_drill.report import FAIL, PASS, Finding, Report, Stage
 
 @pytest.fixture(autouse=True)
@@ -74,7 +76,7 @@ def test_a_second_corrupt_file_does_not_overwrite_the_first(home):
 
 
 def test_setting_aside_never_replaces_a_file_another_process_just_made(tmp_path, monkeypatch):
-    from attn_drill.atomic import set_aside
+    from attn_drill.store.atomic import set_aside
 
     bad, theirs = tmp_path / "state.json", tmp_path / "state.json.corrupt"
     bad.write_text("mine")

@@ -8,7 +8,9 @@ import shutil
 
 from typer.testing import CliRunner
 
-from attn_drill import catalogue, cli, history, stats
+from attn_drill import catalogue, cli
+from attn_drill.store import history
+from attn_drill.practice import stats
 
 SDPA = catalogue.get("sdpa")
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import attn_drill_script
 
-from attn_drill import catalogue, history, state
+from attn_drill import catalogue
+from attn_drill.store import history, state
 from attn_drill.process import landlock, runner, warm
-from attn_drill.watch import Checker, Watcher, signature
+from attn_drill.practice.watch import Checker, Watcher, signature
 
 CORPUS = Path(__file__).parent / "corpus"
 SDPA = catalogue.get("sdpa")

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_drill import catalogue, paths, workspace
+from attn_drill import catalogue, paths
+from attn_drill.store import workspace
 
 MHA = catalogue.get("mha")
 

@@ -2,7 +2,7 @@
 for every torch call made from the user's file, its line, its name and the shape of what it returned.
 
 Runs in the worker (worker.main with job "task": "explain"). What comes back is plain JSON; the questions are
-made from it on the CLI side (attn_drill/explain.py), which never imports torch:
+made from it on the CLI side (attn_drill/practice/explain.py), which never imports torch:
 
     {"exercise", "case": "B=2 H=3 ...", "given": "q (B, H, Tq, d), ...", "symbols": {"B": 2, ...},
      "calls": [{"what": "forward(query, key, value, mask)", "ops": [[line, depth, name, shape, dtype, number]]}]}

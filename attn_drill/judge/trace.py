@@ -37,9 +37,9 @@ HOOK_MODULES = frozenset({"attn_drill.judge.trace", "attn_drill.judge.memory", "
 HOOKS = frozenset({("attn_drill.judge.specs.masks", "ReadsOnMeta.__torch_function__"),
                    ("attn_drill.judge.probes.cache", "JoinWatch.__torch_function__"),
                    ("attn_drill.judge.probes.modules", "_record.<locals>.hook"),
-                   ("attn_drill.judge.maps", "hooked.<locals>.record.<locals>.hook"),  # attn-drill show's hooks
-                   ("attn_drill.judge.maps", "_kv_steps.<locals>.values"),
-                   ("attn_drill.judge.maps", "_kv_steps.<locals>.identity")})
+                   ("attn_drill.judge.show", "hooked.<locals>.record.<locals>.hook"),  # attn-drill show's hooks
+                   ("attn_drill.judge.show", "_kv_steps.<locals>.values"),
+                   ("attn_drill.judge.show", "_kv_steps.<locals>.identity")})
 
 
 class Tracer(TorchFunctionMode):

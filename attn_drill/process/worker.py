@@ -168,7 +168,7 @@ def run_task(job: dict, seed: int) -> dict:
 
             return explain.run(Path(job["path"]), job["exercise"], seed)
         if job["task"] == "maps":  # `attn-drill show`: every head's weights, the user's and the reference's
-            from attn_drill.judge import maps
+            from attn_drill.judge import show as maps
 
             return maps.run(Path(job["path"]), job["exercise"], seed)
         return {"error": f"no task called {job['task']!r}"}

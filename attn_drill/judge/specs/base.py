@@ -209,7 +209,7 @@ class Spec:
     forbidden: dict = FORBIDDEN  # substrings of torch function names that do the exercise -> how to say them
     differentiable = True  # the gradients stage applies (not to boolean masks)
     float_inputs = True  # the dtypes stage applies: the inputs come in any float dtype
-    # how `attn-drill show` gets the attention weights (judge/maps.py): "returned" (the output named "weights"),
+    # how `attn-drill show` gets the attention weights (judge/show.py): "returned" (the output named "weights"),
     # "sublayers" (every submodule returning (out, 4-D weights), by name), "values" (one-hot values); None: none
     # for a function, "sublayers" for a module (which needs build(cls, case, dtype) and call(..., module=))
     maps: str | None = None

@@ -1,0 +1,176 @@
+"""The work of `attempts` (your past versions), `repro` (the failing case as a script) and the plain and
+diff forms of `solution`. No torch: repro writes a script that imports it when you run it."""
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from attn_drill.commands import resolve
+from attn_drill.commands.usage import fail as _fail, nice as _nice, show as _show
+
+if TYPE_CHECKING:
+    from attn_drill.catalogue import Exercise
+
+
+def keep_attempt(ex: "Exercise", path: Path, rep, data: Optional[bytes] = None) -> bool:
+    """After a check of the exercise's practice file (the one `start` wrote): keep that version with its
+    verdict. Other files (a batch of someone else's, a mock's file) and untouched skeletons are not your attempts.
+    True if kept."""
+    from attn_drill.store import attempts, state
+
+    if not getattr(rep, "judged", True):
+        return False  # the skeleton's TODOs, or our own error: not an attempt
+    practice = state.load().file(ex.id)
+    if practice is None or practice.resolve() != Path(path).resolve():
+        return False
+    return attempts.keep(ex.id, Path(path), rep, data) is not None
+
+
+def repro_hint(out, ex: "Exercise", rep, kept: bool) -> None:
+    """Under a report whose values stage failed on a case: the command that replays it."""
+    from attn_drill.render import report as render
+
+    if kept and not rep.passed and rep.case is not None:
+        render.say(out, "Run the failing case yourself: ", (f"attn-drill repro {ex.id}", "bold cyan"))
+
+
+# -- attempts ------------------------------------------------------------------------------------------
+def cmd_attempts(exercise_id: Optional[str], number: Optional[int], diff: bool) -> None:
+    from attn_drill.store import attempts, state
+
+    st = state.load()
+    ex = resolve.exercise_or_current(exercise_id, st, "attempts")
+    index = attempts.load(ex.id)
+    if number is None:
+        if diff:
+            _fail("--diff needs the attempt's number.", f"try: attn-drill attempts {ex.id} N --diff "
+                  f"(attn-drill attempts {ex.id} lists them)")
+        _list(ex, index, st.file(ex.id))
+        return
+    attempt = attempts.find(index, number)
+    if attempt is None:
+        have = f"the ones kept are {_span(index)}" if index.attempts else "none is kept yet"
+        _fail(f"no attempt {number} of {ex.id}: {have}.", f"attn-drill attempts {ex.id} lists them.")
+    data = attempts.content(ex.id, attempt)
+    if data is None:
+        _fail(f"attempt {number} of {ex.id} is listed but its copy is gone from {_show(attempts.folder(ex.id))}.")
+    text = data.decode("utf-8", "replace")
+    if not diff:
+        _plain(text)
+        return
+    current = st.file(ex.id)
+    mine = _read(current, ex)
+    _diff(text, mine, f"attempt {number} ({_when(attempt.at)})", f"{_nice(current)} (now)")
+
+
+def _list(ex: "Exercise", index, current: Optional[Path]) -> None:
+    from attn_drill.render import report as render
+
+    out = render.console()
+    where = f" ({_nice(current)})" if current else ""
+    if not index.attempts:
+        render.say(out, f"No attempts at {ex.id} kept yet: each check of your practice file{where} keeps one.")
+        return
+    render.say(out, f"Your attempts at {ex.id}{where}, oldest first:")
+    render.say(out, ("    #  first checked     verdict  first mistake", "bold"))
+    for a in index.attempts:
+        verdict = ("passed", "green") if a.passed else ("failed", "red")
+        again = f"  (checked {a.checks}x)" if a.checks > 1 else ""
+        render.say(out, f"  {a.n:>3}  {_when(a.at)}  ", verdict, f"   {a.slug or '-'}{again}")
+    render.say(out, f"attn-drill attempts {ex.id} N prints one; --diff compares it with your file.")
+
+
+def _span(index) -> str:
+    ns = [a.n for a in index.attempts]
+    return f"{ns[0]} to {ns[-1]}" if len(ns) > 1 else str(ns[0])
+
+
+def _when(at: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
+
+
+def _read(path: Optional[Path], ex: "Exercise") -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except (OSError, TypeError):
+        _fail(f"your file for {ex.id} is gone{f' ({_show(path)})' if path else ''}: nothing to compare with.",
+              f"attn-drill start {ex.id} writes a fresh skeleton.")
+
+
+# -- plain text and diffs ------------------------------------------------------------------------------
+def _plain(text: str) -> None:
+    """Code as it is, to a pipe or a file; on a terminal with control characters escaped."""
+    from attn_drill.say import printable
+
+    sys.stdout.write(printable(text, multiline=True) if sys.stdout.isatty() else text)
+    if text and not text.endswith("\n"):
+        sys.stdout.write("\n")
+
+
+def _diff(old: str, new: str, old_name: str, new_name: str) -> None:
+    """A unified diff, coloured on a terminal (- red, + green), plain otherwise; "no difference" when equal."""
+    import difflib
+
+    from attn_drill.render import report as render
+
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                      old_name, new_name))
+    if not lines:
+        render.say(render.console(), f"No difference: {old_name} and {new_name} are the same.")
+        return
+    if not sys.stdout.isatty():
+        sys.stdout.writelines(line if line.endswith("\n") else line + "\n" for line in lines)
+        return
+    out = render.console()
+    for line in lines:
+        style = ("bold" if line.startswith(("---", "+++")) else "red" if line.startswith("-")
+                 else "green" if line.startswith("+") else "cyan" if line.startswith("@@") else "")
+        out.print(render.text(line.rstrip("\n"), style), soft_wrap=True)
+
+
+def show_solution(ex: "Exercise", diff: bool) -> None:
+    """The model answer: plain Python when stdout is not a terminal (`> f.py` gives a valid file), else
+    highlighted; with `diff`, your file against it (lines starting + are the model answer's)."""
+    from attn_drill.render import report as render
+    from attn_drill.store import state
+
+    code = ex.reference.read_text(encoding="utf-8")
+    if diff:
+        current = state.load().file(ex.id)
+        _diff(_read(current, ex), code, f"{_nice(current)} (yours)", f"model answer for {ex.id}")
+        return
+    if not sys.stdout.isatty():
+        _plain(code)
+        return
+    out = render.console()
+    render.say(out, (ex.id, "bold cyan"), f"  {ex.title}: a model answer")
+    out.print(render.solution(ex))
+
+
+# -- repro ---------------------------------------------------------------------------------------------
+def cmd_repro(exercise_id: Optional[str]) -> None:
+    from attn_drill.store import attempts, state
+    from attn_drill.render import report as render
+    from attn_drill.practice import repro
+
+    st = state.load()
+    ex = resolve.exercise_or_current(exercise_id, st, "repro")
+    failure = attempts.load(ex.id).last_failure
+    if failure is None:
+        _fail(f"no failing check of {ex.id} to replay yet.",
+              f"attn-drill check {ex.id} checks your file; when a case gives wrong numbers, repro writes it out.")
+    if failure.case is None:
+        _fail(f"your last failing check of {ex.id} stopped at the {failure.stage} stage ({failure.slug}), "
+              "before your numbers were compared: there is no case to replay.",
+              "repro replays a case that gave wrong numbers or shapes or raised; attn-drill check says what to fix first.")
+    try:
+        target, command = repro.write(ex.id, failure, _nice)
+    except OSError as e:
+        _fail(f"could not write the script: {e.strerror or e}.")
+    out = render.console()
+    render.say(out, "Wrote ", (_nice(target), "bold"))
+    render.say(out, f"case {failure.case + 1} of your check with seed {failure.seed}, where {failure.stage} failed.")
+    render.say(out, "It runs your file and the model answer (numbers only, never its code).")
+    render.say(out, "Run it: ", (command, "bold cyan"))

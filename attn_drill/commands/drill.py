@@ -1,0 +1,370 @@
+"""The work of the drill-loop commands (list, start, check, hint, solution, reset) and what the other command
+modules share with them: option values, confirmation, recording a check. Usage errors and paths in messages
+live in usage.py, which exercise and file a command means in resolve.py.
+
+Plain functions, called by cli.py's typer app and by its fast path. Nothing here imports torch: `check` hands
+the files to a worker process (attn_drill.judge) and renders the reports it sends back.
+
+Bad input is a usage error before anything runs: option values out of range or not finite (the ranges
+below), paths the system cannot look up. Text from outside that these messages echo (file names, values)
+is escaped by say.printable, so it shows rather than acts on the terminal.
+"""
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator, List, Optional
+
+if TYPE_CHECKING:
+    from attn_drill.catalogue import Exercise
+    from attn_drill.store.state import State
+
+from attn_drill.commands.usage import (EXIT_USAGE, describe as _describe, fail as _fail, is_file as _is_file,
+    nice as _nice, say as _say, show as _show)
+
+EXIT_LOCKED = 2  # the progress file stayed locked by another process: nothing was done, as for a usage error
+SEED_MAX = 2**63 - 1  # what torch.Generator.manual_seed and SQLite's INTEGER (the history) both hold
+TIMEOUT_RANGE = (0.1, 3600.0)  # seconds per check: an hour is far past anything an exercise needs
+MINUTES_RANGE = (0.1, 240.0)  # a mock's clock: four hours is far past any target time
+
+
+# -- option values -----------------------------------------------------------------------------------
+def valid_seed(seed: Optional[int]) -> Optional[int]:
+    """The seed, or a usage error for one out of range (the history and torch hold 0 to 2**63-1)."""
+    if seed is None or 0 <= seed <= SEED_MAX:
+        return seed
+    _fail(f"--seed must be a whole number from 0 to {SEED_MAX} (2**63-1), not {_show(seed)}.",
+          _option_retry("--seed", None))
+
+
+def valid_number(option: str, value: Optional[float], bounds: tuple, unit: str) -> Optional[float]:
+    """The value, or a usage error for one out of `bounds` or not finite (inf and nan parse as floats)."""
+    import math
+
+    low, high = bounds
+    if value is None or (math.isfinite(value) and low <= value <= high):
+        return value
+    fix = f"{high:g}" if value > high else None  # too big: the most allowed; else the default
+    _fail(f"{option} must be a number from {low:g} to {high:g} {unit}, not {value:g}.", _option_retry(option, fix))
+
+
+def _option_retry(option: str, value: Optional[str]) -> str:
+    """The command the user typed with `option` set to `value` (left out when None), or "" if not found."""
+    import shlex
+
+    args, fixed, skip = sys.argv[1:], [], False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+        elif a == option and i + 1 < len(args):
+            skip = True
+            fixed += [option, value] if value is not None else []
+        elif a.startswith(option + "="):
+            fixed += [f"{option}={value}"] if value is not None else []
+        else:
+            fixed.append(a)
+    return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
+
+
+@contextmanager
+def _edit_state() -> Iterator["State"]:
+    """state.edit(), with a lock held too long by another process as one line and exit 2."""
+    from attn_drill.store import state
+
+    try:
+        with state.edit() as st:
+            yield st
+    except state.Locked as e:
+        who = f"process {e.pid}" if e.pid else "another process"
+        _fail(f"your progress file is locked by {who}; waited {state.LOCK_WAIT:g} s for {_show(e.path)} and "
+              "changed nothing (try again, or end that process if it is stuck).", code=EXIT_LOCKED)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
+def _confirm_or_refuse(question: str, refusal: str) -> None:
+    """Ask on a terminal; with none to ask on, refuse (exit 2): a script must say --yes."""
+    if not _interactive():
+        _fail(refusal)
+    import typer
+
+    if not typer.confirm(question, default=False):
+        _say("Nothing done.")
+        raise SystemExit(1)
+
+
+# -- the commands' work ----------------------------------------------------------------------------
+def cmd_list() -> None:
+    from attn_drill import catalogue
+    from attn_drill.store import history, schedule, state
+    from attn_drill.render import listing
+
+    st = state.load()
+    due = schedule.due()
+    sys.stdout.write(listing.table(catalogue.exercises().values(), st, history.progress(),
+                                   colour=listing.use_colour(), due=due))
+    if due:
+        print(f"{listing.DUE} due for review: {', '.join(due)}.  attn-drill next starts {due[0]}.")
+    if catalogue.get(st.current or ""):
+        print(f"current: {st.current}.  attn-drill check checks it, attn-drill hint gives a nudge.")
+    else:
+        print("Begin with attn-drill start ID, e.g. attn-drill start sdpa.")
+
+
+def _write_skeleton(ex, path: Path, *, replace: bool):
+    """workspace.write_skeleton, its refusals and I/O errors as one usage line."""
+    from attn_drill.store import workspace
+
+    try:
+        return workspace.write_skeleton(ex, path, replace=replace)
+    except workspace.WorkspaceError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(_describe(e, path))
+
+
+def _dropping(ex, st: "State", path: Path) -> Optional[str]:
+    """The attempt a fresh skeleton at `path` gives up: its start stamp, if that file is the exercise's started
+    file and holds work (not the skeleton itself); else None."""
+    from attn_drill.store import workspace
+
+    if st.file(ex.id) != Path(path).absolute().resolve() or not _is_file(path):
+        return None
+    return None if workspace.same_as_skeleton(ex, path) else st.started_at(ex.id)
+
+
+def _abandon(ex, attempt: Optional[str]) -> None:
+    """An attempt given up without a pass is an Again for the exercise's review card (schedule.abandoned)."""
+    if attempt is None:
+        return
+    from attn_drill.store import history, schedule
+
+    if not any(c["passed"] for c in history.checks(ex.id) if c.get("attempt") == attempt):
+        schedule.abandoned(ex, attempt=attempt, source="reset")
+
+
+def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bool = True) -> None:
+    """`abandon`: a file with work that --force replaces is an attempt given up (an Again); not for `next`, which
+    replaces a file the schedule has judged already to start its review."""
+    from attn_drill.render import report as render
+    from attn_drill.commands import resolve
+    from attn_drill.store import workspace
+
+    ex = resolve.exercise(exercise_id)
+    with _edit_state() as st:  # locked first: if another process holds it, nothing is written
+        target = workspace.practice_file(ex, folder)
+        dropped = _dropping(ex, st, target) if force and abandon else None
+        written = _write_skeleton(ex, target, replace=force)
+        earlier = st.file(ex.id)
+        st.record_start(ex.id, written.path, restart_clock=written.written)
+        if force:
+            st.clear_hints(ex.id)
+    _abandon(ex, dropped)
+    out, path = render.console(), _nice(written.path)
+    if written.backup:
+        render.say(out, "Backed up your old file to ", (str(written.backup), "bold"))
+    if written.written:
+        render.say(out, "Wrote the skeleton to ", (path, "bold"))
+    else:
+        render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
+                   " starts over, after a backup).")
+    if earlier and earlier != written.path and _is_file(earlier):
+        render.say(out, f"(your earlier file for {ex.id} is still at {earlier})")
+    out.print()
+    out.print(render.task(ex, out.width), soft_wrap=True)
+    out.print()
+    render.say(out, "Next: edit ", (path, "bold"), f" (target {ex.minutes} min), then run ",
+               ("attn-drill check", "bold cyan"))
+
+
+def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
+              timeout: Optional[float], verbose: bool = False, record: bool = True) -> int:
+    """Check the files; the exit status: 0 if all passed, 1 if not, 2 if a file of a batch could not be checked."""
+    from attn_drill.commands import resolve
+    from attn_drill.store import state
+
+    seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
+    st = state.load()
+    jobs = resolve.jobs(files, exercise_id, st)
+    # A batch (a teacher's, an interviewer's) records only your own practice files; --no-record none.
+    mine = {j[0] for j in jobs if isinstance(j, tuple) and record and (len(jobs) == 1 or st.file(j[1].id) == j[0])}
+    from attn_drill import process as checker  # no torch on this side
+
+    reports = checker.run_checks([checker.Job(j[0], j[1].id) for j in jobs if isinstance(j, tuple)], seed=seed,
+                                 timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)
+    try:
+        results = _show_reports(jobs, reports, as_json, mine, verbose)
+    except KeyboardInterrupt:
+        _say(("interrupted", "bold red"), err=True)
+        return 130
+    finally:
+        reports.close()  # stops the worker if we leave early
+    if None in results:
+        return EXIT_USAGE
+    return 0 if results and all(results) else 1
+
+
+def _show_reports(jobs: list, reports, as_json: bool, mine: set, verbose: bool = False) -> List[Optional[bool]]:
+    """Each job's report in order (a file that could not be checked: its error); passed, failed or None."""
+    import json
+
+    from attn_drill.practice import moveon
+    from attn_drill.render import report as render
+    from attn_drill.commands.attempts import keep_attempt, repro_hint
+
+    out, results = render.console(), []
+    for job, rep in _with_spinner(out, jobs, reports, enabled=not as_json):
+        if rep is None:  # resolve.Unusable: that file's line, and the batch goes on
+            results.append(None)
+            _unusable(out, job, as_json)
+            continue
+        (path, ex), keep = job, job[0] in mine
+        results.append(rep.passed)
+        if as_json:  # the verdict first: recording it can only warn, never keep it from showing
+            d = rep.to_dict()
+            print(json.dumps(d, indent=2) if len(jobs) == 1 else json.dumps(d), flush=True)
+            if keep:
+                _record(ex, path, rep, "check")
+                keep_attempt(ex, path, rep)
+            continue
+        if len(results) > 1:
+            out.rule()
+        render.report(out, rep, ex, verbose)
+        took, best = _record(ex, path, rep, "check") if keep else (None, None)
+        if keep:
+            repro_hint(out, ex, rep, keep_attempt(ex, path, rep))
+        if rep.passed and keep and len(jobs) == 1:
+            render.solved(out, ex, took, best, moveon.after_pass())
+        elif rep.not_started:
+            render.say(out, "Fill in the TODOs of ", (_nice(path), "bold"), ", then check it again.")
+        elif rep.ours:
+            render.say(out, "Not recorded: this failure is attn-drill's, not yours.")
+        elif not rep.passed:
+            render.say(out, "Stuck? ", (f"attn-drill hint {ex.id}", "bold cyan"), " gives a nudge.")
+    if len(jobs) > 1 and not as_json:
+        out.rule()
+        bad = f", {results.count(None)} not checked" if None in results else ""
+        render.say(out, f"{len(results)} files: {results.count(True)} passed, {results.count(False)} failed{bad}")
+    return results
+
+
+def _unusable(out, e, as_json: bool) -> None:
+    """A batch's file that could not be checked: its error line (JSON: an object with "error"), in its place."""
+    from attn_drill.say import printable
+
+    if as_json:
+        import json
+
+        print(json.dumps({"exercise": None, "file": str(e.path), "passed": False, "error": e.message}), flush=True)
+        return
+    out.rule()
+    _say(("error: ", "bold red"), printable(e.message), err=True)
+    if e.more:
+        _say(printable(e.more), err=True)
+
+
+def _record(ex: "Exercise", path: Path, rep, source: str) -> tuple:
+    """Note a check in the practice history; (solve time or None, best time). Checks of the started file
+    form one attempt, timed from its start, and rate its review card (schedule.py); the state file is only read."""
+    from attn_drill.store import history, schedule, state
+
+    st = state.load()
+    attempt = st.started_at(ex.id) if st.file(ex.id) == Path(path).resolve() else None
+    took = st.solve_seconds(ex.id, path) if rep.passed else None
+    history.record_report(rep, source=source, attempt=attempt, solve_seconds=took)
+    schedule.after_check(ex, rep, attempt=attempt, seconds=took, source=source)
+    best = history.progress_of(ex.id).best
+    if took is not None:  # this pass counts even when it could not be recorded
+        best = round(took, 1) if best is None else min(best, round(took, 1))
+    return took, best
+
+
+def _with_spinner(out, jobs: list, reports, enabled: bool):
+    """Pair each job with its report, with a spinner while waiting when on a terminal; a file that could not be
+    checked (resolve.Unusable) is paired with None."""
+    from contextlib import nullcontext
+
+    from attn_drill.render import report as render
+
+    for job in jobs:
+        if not isinstance(job, tuple):
+            yield job, None
+            continue
+        path, ex = job
+        waiting = (out.status(render.text(f"checking {path.name} ({ex.id})..."))
+                   if enabled and out.is_terminal else nullcontext())
+        with waiting:
+            try:
+                rep = next(reports, None)
+            except OSError as e:  # the checker could not even start (no temporary folder, a full disk)
+                _fail(f"could not run the check ({e.strerror or e}); nothing was judged.",
+                      "free some disk space, or point TMPDIR at a folder with room, and run it again.")
+        if rep is None:
+            return
+        yield (path, ex), rep
+
+
+def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
+    """One more hint: after a failing check, the named mistake's first (hints.py), then the exercise's."""
+    from attn_drill.practice import hints
+    from attn_drill.render import report as render
+    from attn_drill.commands import resolve
+
+    with _edit_state() as st:
+        ex = resolve.exercise_or_current(exercise_id, st, "hint")
+        shown = hints.reveal(ex, st, show_all)
+    out = render.console()
+    if not shown.mistake_total and not ex.hints:
+        render.say(out, f"{ex.id} has no hints.")
+        return
+    out.print(render.hints(ex, shown.general, fresh=shown.general_fresh, mistake=shown))
+    left = shown.left(ex)
+    if shown.fresh is None and not show_all:
+        render.say(out, "No more hints: all of them are above.")
+    elif left == 0:
+        render.say(out, "That was the last hint. ", (f"attn-drill solution {ex.id}", "bold cyan"),
+                   " shows a model answer.")
+    else:
+        render.say(out, f"{left} more: run ", (f"attn-drill hint {ex.id}", "bold cyan"), " again.")
+
+
+def cmd_solution(exercise_id: Optional[str], yes: bool, diff: bool = False) -> None:
+    from attn_drill.store import history, state
+    from attn_drill.commands import resolve
+    from attn_drill.commands.attempts import show_solution
+
+    st = state.load()
+    ex = resolve.exercise_or_current(exercise_id, st, "solution")
+    passed = history.progress_of(ex.id).passed
+    if not passed and not yes:
+        _confirm_or_refuse(
+            f"You have not passed {ex.id} yet. Show the model answer anyway?",
+            f"you have not passed {ex.id} yet, and seeing the answer spoils the drill. "
+            f"attn-drill hint {ex.id} gives a nudge; attn-drill solution {ex.id} --yes shows it anyway.")
+    show_solution(ex, diff)
+
+
+def cmd_reset(exercise_id: str, yes: bool) -> None:
+    from attn_drill.render import report as render
+    from attn_drill.commands import resolve
+    from attn_drill.store import state, workspace
+
+    ex = resolve.exercise(exercise_id)
+    path = state.load().file(ex.id) or workspace.practice_file(ex)
+    if _is_file(path) and not workspace.same_as_skeleton(ex, path) and not yes:
+        _confirm_or_refuse(
+            f"Replace {path} with the skeleton? (your version is backed up first)",
+            f"reset replaces {path} with the skeleton (after a backup); "
+            f"run attn-drill reset {ex.id} --yes to go ahead.")
+    with _edit_state() as st:  # locked first: if another process holds it, nothing is replaced
+        dropped = _dropping(ex, st, path)
+        written = _write_skeleton(ex, path, replace=True)
+        st.record_start(ex.id, written.path, restart_clock=True)
+        st.clear_hints(ex.id)
+    _abandon(ex, dropped)
+    out = render.console()
+    if written.backup:
+        render.say(out, "Backed up your file to ", (str(written.backup), "bold"))
+    render.say(out, "Skeleton back in ", (_nice(written.path), "bold"), "; the clock restarts now.")

@@ -1,0 +1,133 @@
+"""The work of `attn-drill explain [ID]`: check the file, trace it, ask about its own lines, record the round.
+
+No torch here: the check, the trace and the mutants' checks run in processes forked from one warm pool
+(process/warm.py), which imports torch once for all three.
+"""
+
+import sys
+from typing import Optional
+
+from attn_drill.commands.drill import TIMEOUT_RANGE, valid_number, valid_seed
+from attn_drill.commands.usage import fail as _fail, nice as _nice
+
+EXAMPLE = 'e.g. attn-drill explain sdpa --answers "B H Tq Tk,2,1"'
+
+
+def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: bool, seed: Optional[int],
+                timeout: Optional[float]) -> int:
+    import random
+
+    from attn_drill.practice import explain
+    from attn_drill.commands import resolve
+    from attn_drill.store import state
+
+    seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
+    try:
+        scripted = explain.parse_answers(answers)
+    except ValueError as e:
+        _fail(f"--answers: {e}.", EXAMPLE)
+    interactive = scripted is None and not as_json and sys.stdin.isatty() and sys.stdout.isatty()
+    if scripted is None and not as_json and not interactive:
+        _fail("explain asks its questions in a terminal; without one, give the answers (--answers) or "
+              "print the questions (--json).", EXAMPLE)
+    st = state.load()
+    ex = resolve.exercise_or_current(exercise_id, st, "explain")
+    [(path, ex)] = resolve.jobs([], ex.id, st)
+    seed = random.randrange(10_000) if seed is None else seed
+    try:
+        r = _build(path, ex, seed, timeout)
+    except KeyboardInterrupt:  # Ctrl-C while it checks: the worker dies with its pool, nothing is recorded
+        return 130
+    if as_json and scripted is None:
+        import json
+
+        print(json.dumps(explain.summary(r), indent=2))
+        return 0
+    return _ask(r, ex, _nice(path), scripted, as_json)
+
+
+def _build(path, ex, seed: int, timeout: Optional[float]):
+    """Check the file (it must pass), then trace it: one warm pool, so torch is imported once."""
+    from attn_drill.practice import explain
+    from attn_drill.render import report as render
+    from attn_drill.process import runner
+    from attn_drill.process.warm import WarmPool
+
+    out = render.console(stderr=True)
+    waiting = out.status(render.text(f"checking and tracing {path.name}...")) if out.is_terminal else None
+    limit = runner.DEFAULT_TIMEOUT if timeout is None else timeout
+    r, refused = None, ""
+    try:
+        if waiting:
+            waiting.start()
+        with WarmPool([]) as pool:
+            reports = runner.run_checks([runner.Job(path, ex.id)], seed=seed, timeout=limit, spawn=pool.spawn)
+            rep = next(reports)
+            reports.close()
+            if rep.passed:
+                r = explain.build(path, ex.id, seed, timeout=limit, pool=pool)
+            else:
+                rep.sort_findings()
+                why = "not started: fill in the TODOs" if rep.not_started else (
+                    ", ".join(f.slug for f in rep.errors[:2]) or "it fails")
+                refused = f"{path.name} does not pass yet ({why}); explain asks about passing code."
+    except OSError as e:
+        refused = f"could not run the checker ({e.strerror or e}); nothing was asked."
+    finally:
+        if waiting:
+            waiting.stop()  # before any message: the spinner's line is cleared first
+    if refused or r.error:
+        _fail(refused or f"no questions for {path.name}: {r.error}.", code=1)
+    return r
+
+
+def _ask(r, ex, nice: str, scripted: Optional[list], as_json: bool) -> int:
+    """Ask each question (or take the scripted answers), explain each answer at once, record the round."""
+    from attn_drill.practice import explain
+    from attn_drill.store import history
+    from attn_drill.render import report as render, explain as render_explain
+
+    out = render.console()
+    answers: list = []
+    if not as_json:
+        render_explain.header(out, ex.id, nice, r)
+    try:
+        for i, q in enumerate(r.questions):
+            if as_json:
+                answers.append(scripted[i] if i < len(scripted) else None)
+                continue
+            render_explain.question(out, q, i + 1, len(r.questions))
+            if scripted is not None:
+                given = scripted[i] if i < len(scripted) else None
+                out.print(render.text(f"{render_explain.ask(q)}{given or '-'} (from --answers)"))
+            else:
+                given = _typed(out, q)
+            answers.append(given)
+            render_explain.answered(out, q, given, explain.is_right(q, given))
+    except (KeyboardInterrupt, EOFError):
+        out.print()
+        render.say(out, "Stopped; this round is not recorded.")
+        return 130
+    history.record_explain(ex.id, explain.kinds_missed(r.questions, answers), source="explain", file=r.file,
+                           seed=r.seed)
+    if as_json:
+        import json
+
+        print(json.dumps(explain.summary(r, answers), indent=2))
+    else:
+        render_explain.tally(out, r.questions, answers)
+    return 0
+
+
+def _typed(out, q: dict) -> Optional[str]:
+    """An answer typed at the terminal; a shape that cannot be read is asked again (an empty line skips)."""
+    from attn_drill.practice import explain
+    from attn_drill.render import report as render, explain as render_explain
+
+    for _ in range(3):
+        given = out.input(render.text(render_explain.ask(q))).strip()
+        if not given or q.get("choices") or explain.read_shape(given, q["symbols"]) is not None:
+            return given or None
+        names = " ".join(q["symbols"])
+        out.print(render.text(f"cannot read {given!r}: use the symbols {names} (H*d and d/2 work too).", "yellow"))
+    return given

@@ -1,0 +1,167 @@
+"""The work of the practice commands: watch (check on every save), mock (a timed interview) and stats."""
+
+import hashlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from attn_drill.catalogue import Exercise
+
+from attn_drill.commands.drill import MINUTES_RANGE, TIMEOUT_RANGE, _record, valid_number, valid_seed
+from attn_drill.commands.usage import describe as _describe, fail as _fail, nice as _nice
+from attn_drill.commands.resolve import exercise as _exercise, jobs as _jobs
+
+
+def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
+    from attn_drill.practice import moveon, watch
+    from attn_drill.render import report as render, mock as render_mock
+    from attn_drill.store import state
+    from attn_drill.commands.attempts import keep_attempt, repro_hint
+
+    seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
+    [(path, ex)] = _jobs([], exercise_id, state.load())
+    out, nice = render.console(), _nice(path)
+    render_mock.watch_intro(out, ex, nice)
+    kept = {}  # the bytes of the version being checked, kept with its verdict
+    last = {}  # the content hash of the file last checked: a save that changed nothing is not counted again
+
+    def checking(again: bool) -> None:
+        kept["data"] = _read_bytes(path)
+        render_mock.watch_checking(out, nice, again)
+
+    def checked(rep) -> None:
+        render_mock.watch_report(out, rep, ex)  # the verdict first: recording takes a few ms
+        data = kept.get("data")
+        content = None if data is None else hashlib.sha256(data).hexdigest()
+        fresh, last["content"] = content is None or content != last.get("content"), content
+        took, best = _record(ex, path, rep, "watch") if fresh else (None, None)
+        repro_hint(out, ex, rep, keep_attempt(ex, path, rep, data))
+        after = moveon.after_pass() if rep.passed and fresh else []
+        render_mock.watch_footer(out, rep, ex, nice, took=took, best=best, after=after)
+
+    try:
+        with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
+            watch.watch(path, checker, checking=checking, checked=checked,
+                        missing=lambda: render_mock.watch_missing(out, nice))
+    except KeyboardInterrupt:
+        render_mock.watch_stopped(out)
+    return 0
+
+
+def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool, seed: Optional[int],
+             answers: Optional[str], abandon: bool) -> int:
+    from attn_drill.practice import explain, mock
+    from attn_drill.render import report as render, mock as render_mock
+    from attn_drill.practice.mock_answers import BadAnswers
+
+    seed, minutes = valid_seed(seed), valid_number("--minutes", minutes, MINUTES_RANGE, "minutes")
+    try:
+        scripted = explain.parse_answers(answers)  # choice numbers, and shapes for the questions on your own file
+    except ValueError as e:
+        _fail(f"--answers: {e}.", 'give the answers in order, e.g. --answers 1,3,2 or --answers "B H Tq Tk,2,1"')
+    _answers_up_front(scripted, abandon)
+    forced = _exercise(exercise_id) if exercise_id else None
+    out = render.console()
+    try:
+        with mock.lock():
+            session = mock.load()
+            if abandon:
+                return _abandon_mock(out, session)
+            ui = render_mock.MockScreen(out)
+            if session is not None:
+                asked = (forced and forced.id != session.exercise) or minutes or (strict and not session.strict)
+                note = (f"A mock of {session.exercise} is in progress: finishing it first "
+                        "(attn-drill mock --abandon drops it)." if asked else "")
+                ui.intro(session, _exercise(session.exercise), _nice(Path(session.file)), resumed=True, note=note)
+            else:
+                session = _begin_mock(ui, forced, minutes, strict, seed)
+            with mock.Keys(_stdin_fd()) as keys:
+                return mock.run(session, ui, keys, answers=scripted)
+    except BadAnswers as e:
+        _fail(f"--answers: {e}. Nothing was scored.",
+              "The mock waits at its questions: attn-drill mock --answers A,B,... answers them.")
+    except mock.MockBusy as e:
+        _fail(f"another mock is running (process {e.pid}): one at a time.",
+              "Finish it in its terminal, or press Ctrl-C there to leave it for later.")
+
+
+def _answers_up_front(scripted: Optional[list], abandon: bool) -> None:
+    """Before the clock starts: no terminal and no --answers is a usage error (the keys and the questions
+    need one); answers in a count or range no mock asks are one too."""
+    from attn_drill.practice.mock_answers import BadAnswers, up_front
+
+    if abandon:
+        return
+    if scripted is None and not _has_terminal():
+        _fail("mock needs a terminal for its keys and questions, and there is none.",
+              "run it in a terminal, or answer by script: attn-drill mock --answers 1,3,2")
+    try:
+        if scripted is not None:
+            up_front(scripted)
+    except BadAnswers as e:
+        _fail(f"--answers: {e}.", "Nothing was started. Choices are numbers; shapes are symbols (B H Tq Tk).")
+
+
+def _has_terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _begin_mock(ui, forced: Optional["Exercise"], minutes: Optional[float], strict: bool, seed: Optional[int]):
+    import random
+
+    from attn_drill.practice import mock
+    from attn_drill.store import workspace
+
+    ex, reason = (forced, "") if forced else mock.pick(random.Random(seed))
+    try:
+        session, written = mock.begin(ex, minutes=minutes, strict=strict, seed=seed, reason=reason)
+    except workspace.WorkspaceError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(_describe(e, mock.mock_file(ex)))
+    ui.intro(session, ex, _nice(written.path), resumed=False, backup=written.backup)
+    return session
+
+
+def cmd_stats(as_json: bool) -> None:
+    from attn_drill.practice import stats
+
+    data = stats.compute()
+    if as_json:
+        import json
+
+        print(json.dumps(data, indent=2))
+        return
+    from attn_drill.render import report as render, mock as render_mock
+
+    render_mock.stats(render.console(), data)
+
+
+def _abandon_mock(out, session) -> int:
+    from attn_drill.practice import mock
+    from attn_drill.render import report as render
+
+    if session is None:
+        render.say(out, "No mock in progress.")
+        return 0
+    mock.drop()
+    render.say(out, f"Dropped the mock of {session.exercise}; its file stays at ", (_nice(Path(session.file)), "bold"))
+    return 0
+
+
+def _read_bytes(path: Path) -> Optional[bytes]:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _stdin_fd() -> Optional[int]:
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdin (an embedding, a test runner)
+        return None

@@ -1,0 +1,1 @@
+"""Everything the user sees, drawn with rich (listing.py: plain text, for `list`'s speed). No torch."""

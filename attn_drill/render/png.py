@@ -1,0 +1,90 @@
+"""`attn-drill show --png FILE`: the same maps as an image, with matplotlib (an optional extra: attn-drill[plot]).
+
+Imported only for --png. One row per head, and for each map (each attention sub-layer) two columns, yours then
+the reference's (a single map's heads go two to a row), on one colour scale from 0 to 1 with its colour bar.
+Each query's strongest key is ringed; where yours differs from the reference's, the weight is boxed in red and
+a differing strongest key is crossed.
+No pyplot: a bare Figure, so no GUI backend and no global state.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from attn_drill.practice.show import DIFF, heads, strongest
+
+CELL = 0.42  # inches per query or key
+RING, CROSS, BOX = "white", "red", "red"
+
+
+def write(path: Path, result: dict, title: str) -> None:
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    groups = [(item, heads(item)) for item in result.get("maps") or []]
+    slots = _slots(groups)
+    rows = max((r for r, _ in slots.values()), default=0) + 1
+    cols = 2 * (max((c for _, c in slots.values()), default=0) + 1)
+    Tq = max((len(h.reference) for _, hs in groups for h in hs), default=1)
+    Tk = max((len(h.reference[0]) for _, hs in groups for h in hs if h.reference), default=1)
+    panel = (max(2.3, CELL * Tk + 0.9), max(2.0, CELL * Tq + 0.9))
+    fig = Figure(figsize=(panel[0] * cols + 1.2, panel[1] * rows + 1.5), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax in axes.flat:
+        ax.set_axis_off()  # turned back on for each panel drawn
+    image = None
+    for g, (item, hs) in enumerate(groups):
+        name = "" if item.get("name") == "weights" and len(groups) == 1 else f"{item.get('name')}: "
+        for h in hs:
+            r, c = slots[g, h.index]
+            for side, m in enumerate((h.yours, h.reference)):
+                ax = axes[r][2 * c + side]
+                e = h.entropies[side]
+                ax.set_title(f"{name}{'yours' if side == 0 else 'reference'}, head {h.index}\n"
+                             f"entropy {'-' if e is None else f'{e:.2f}'} bits",
+                             fontsize=9, color="firebrick" if side == 0 and not h.same else "black")
+                if m is None:
+                    ax.text(0.5, 0.5, "no weights", ha="center", va="center", transform=ax.transAxes)
+                    continue
+                ax.set_axis_on()
+                image = _panel(ax, m, h if side == 0 else None, Rectangle)
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8 if rows > 1 else 1.0, aspect=25, label="attention weight")
+    case = textwrap.fill(f"{result.get('case', '')}; batch {result.get('batch', 0)}", 100)
+    fig.suptitle(f"{title}\n{case}", fontsize=10)
+    fig.supxlabel(f"rows = queries, columns = keys.  ring: each query's strongest key.  red box: yours differs "
+                  f"by > {DIFF:g};  red x: a strongest key that differs.", fontsize=8)
+    fig.savefig(path, format="png", dpi=110)
+
+
+def _slots(groups: list) -> dict:
+    """(group, head) -> (row, pair of columns): one row per head with a pair of columns per sub-layer; a single
+    map of more than two heads goes two heads to a row, so the image is not a tall strip."""
+    if len(groups) == 1 and len(groups[0][1]) > 2:
+        return {(0, h.index): divmod(h.index, 2) for h in groups[0][1]}
+    return {(g, h.index): (h.index, g) for g, (_, hs) in enumerate(groups) for h in hs}
+
+
+def _panel(ax, m: list[list], head, Rectangle):
+    """One map: the weights (NaN grey), the strongest key of each query, and (for yours) what differs."""
+    data = [[float("nan") if v is None else v for v in row] for row in m]
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")  # NaN shows grey
+    image = ax.imshow(data, vmin=0.0, vmax=1.0, cmap=cmap, interpolation="nearest")
+    tops = strongest(m)
+    for i, j in enumerate(tops):
+        if j is not None:
+            wrong = head is not None and i in head.tops
+            ax.plot(j, i, marker="x" if wrong else "o", ms=8 if wrong else 7, mfc="none",
+                    mec=CROSS if wrong else RING, mew=2 if wrong else 1.2)
+    for i, j in sorted(head.cells) if head is not None else ():
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=BOX, lw=1.6))
+    Tq, Tk = len(m), len(m[0]) if m else 0
+    ax.set_xticks(range(Tk))
+    ax.set_yticks(range(Tq))
+    ax.tick_params(labelsize=7)
+    ax.set_xlabel("key", fontsize=8)
+    ax.set_ylabel("query", fontsize=8)
+    return image

@@ -1,0 +1,334 @@
+"""Everything the user sees, drawn with rich. The checker returns data; this turns it into text.
+
+All text that comes from a report or a file is put in `Text` objects, never parsed as markup, so a
+shape like "[2, 4]" in evidence prints as written, and goes through `text()` (say.printable): what the
+user's code raised or printed and the names of files reach the terminal escaped ("\x1b[2J" shows as
+those characters; it never clears the screen or forges a coloured PASSED). Colours are a bonus: with
+NO_COLOR or a pipe the marks, words and shade characters carry the same information.
+"""
+
+from __future__ import annotations
+
+import os
+
+import math
+import re
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from attn_drill.say import printable
+from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
+
+if TYPE_CHECKING:
+    from attn_drill.catalogue import Exercise
+
+MARKS = {PASS: ("✓", "pass", "green"), FAIL: ("✗", "fail", "bold red"),
+         WARN: ("!", "warn", "yellow"), SKIP: ("-", "skipped", "dim")}
+SHADES = " ░▒▓█"
+HEATMAP_MAX = 12  # rows/cols drawn; more would not fit two side by side in 80 columns
+
+
+def text(value: object, style: str = "", *, one_line: bool = False) -> Text:
+    """Text from outside (a report, a file name, a history row) as shown, never acted on by the terminal."""
+    return Text(printable(value, multiline=not one_line), style=style)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# -- a report --------------------------------------------------------------------------------------
+def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose: bool = False) -> None:
+    """The named mistakes first (slug, title, your line, evidence, fix, why), then what your code printed,
+    the stages (one line of marks and the detail of a stage that failed or warned; every stage's detail
+    with `verbose`), the file and seed, and the verdict."""
+    rep.sort_findings()
+    for i, f in enumerate(rep.findings):
+        if i:
+            console.print()
+        console.print(finding(f, _source_line(rep.file, f.line), width=console.width))
+        if f.picture:
+            pic = picture(f.picture)
+            if pic is not None:
+                console.print(pic)
+    if rep.output:
+        console.print()
+        console.print(printed(rep.output))
+    if rep.findings or rep.output:
+        console.print()
+    if verbose:
+        console.print(_stages_table(rep, console.width))
+    console.print(_footer(rep, _labelled() if verbose else _stages(rep, console.width)))
+    console.print(verdict(rep))
+
+
+def printed(output: str) -> Group:
+    """What the user's code printed (the checker keeps its first and last lines), as plain text."""
+    return Group(Text("your code printed:", style="dim"), _indent(text(output, style="dim")))
+
+
+def _labelled() -> Table:
+    """Two columns: a dim label, and a value wrapped between words under itself."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    return grid
+
+
+def _footer(rep: Report, grid: Table) -> Table:
+    """The file, the seed and any sandbox wall missing, added to `grid` (the stages' lines, aligned)."""
+    grid.add_row("file", text(rep.file, one_line=True))
+    grid.add_row("seed", Text(f"{rep.seed}   (replay with --seed {rep.seed})"))
+    if rep.confinement:  # a wall of the sandbox this machine could not put up: say which, once
+        grid.add_row("sandbox", text(f"not fully confined: {rep.confinement}", "yellow"))
+    return grid
+
+
+def _mark(status: str) -> tuple[str, str, str]:
+    return MARKS.get(status, ("?", status, ""))
+
+
+def _stages(rep: Report, width: int = 80) -> Table:
+    """One line of marks (fits 80 columns: ✓ load  ✓ api ... - device), then the detail of each stage that
+    failed or warned, under its name."""
+    line = Text()
+    for s in rep.stages:
+        mark, _, style = _mark(s.status)
+        line.append_text(Text.assemble((f"{mark} ", style), text(s.name, one_line=True)))
+        line.append("  ")
+    line.rstrip()
+    grid = _labelled()
+    grid.add_row("stages", line)
+    shown = [s for s in rep.stages if s.status in (FAIL, WARN) and s.detail]
+    label = max([len("sandbox")] + [len(s.name) for s in shown])  # the footer's labels share the column
+    for s in shown:
+        grid.add_row(text(s.name, one_line=True), text(phrases(s.detail, width - label - 2)))
+    return grid
+
+
+def _stages_table(rep: Report, width: int = 80) -> Table:
+    """Every stage on its own row: its mark and word, its name, its detail (check -v)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for s in rep.stages:
+        mark, word, style = _mark(s.status)
+        grid.add_row(text(f"{mark} {word}", style, one_line=True), text(s.name, "bold", one_line=True),
+                     text(phrases(s.detail, width - 22), "dim" if s.status == SKIP else ""))
+    return grid
+
+
+NBSP = "\u00a0"
+# A phrase that must stay on one line: a tuple with its short name, "mask (2, 1, 5, 6)", a bracketed place,
+# "(batch 0, head 1, ...)"; a run of sizes, "B=2 H=3 Tq=5".
+_PHRASE = re.compile(r"(?:\b\w{1,5} )?\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+")
+
+
+def phrases(value: str, width: int) -> str:
+    """`value` wrapped between words to `width`, never inside a phrase (_PHRASE): rich would wrap at any
+    space. Its own line breaks and their indents are kept."""
+    import textwrap
+
+    glued = _PHRASE.sub(lambda m: m.group().replace(" ", NBSP), str(value))
+    lines = []
+    for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
+        lead = line[:len(line) - len(line.lstrip(" "))]
+        lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead,
+                                   break_long_words=False, break_on_hyphens=False) or line)
+    return "\n".join(lines).replace(NBSP, " ")
+
+
+def _source_line(file: str, line: int | None) -> str:
+    """The text of the user's line, to show beside its number ("" when it cannot be read)."""
+    if not line:
+        return ""
+    try:
+        with open(file, encoding="utf-8", errors="replace") as f:
+            for n, source in enumerate(f, 1):
+                if n == line:
+                    return source.strip()[:200]
+    except (OSError, ValueError):
+        pass
+    return ""
+
+
+def finding(f: Finding, source: str = "", width: int = 80) -> Group:
+    """slug and title on the first line, then your line, the evidence, the fix and why."""
+    error = f.level == "error"
+    head = Text.assemble(
+        ("✗ error" if error else "! warning", "bold red" if error else "bold yellow"), "  ",
+        text(f.slug, "bold", one_line=True), "  ", text(f.title, one_line=True),
+    )
+    grid = _labelled()
+    if f.line:
+        grid.add_row("your line", Text.assemble((str(f.line), "bold magenta"),
+                                                text(f"  {source}" if source else "", one_line=True)))
+    for label, value in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)):
+        if value:
+            grid.add_row(label, text(phrases(value, width - 13), "green" if label == "fix" else ""))
+    return Group(head, _indent(grid, 2))
+
+
+def _indent(renderable, left: int = 4):
+    from rich.padding import Padding
+
+    return Padding(renderable, (0, 0, 0, left))
+
+
+def verdict(rep: Report) -> Text:
+    n_err = len(rep.errors)
+    n_warn = len(rep.findings) - n_err
+    counts = f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}"
+    took = f" in {rep.seconds:.1f} s" if rep.seconds >= 0.1 else (f" in {rep.seconds:.2f} s" if rep.seconds else "")
+    if rep.passed:
+        return Text.assemble(("PASSED", "bold green"), printable(f"  {rep.exercise}  {counts}{took}"))
+    if rep.not_started:
+        return Text.assemble(("NOT STARTED", "bold yellow"), printable(f"  {rep.exercise}  fill in the TODOs{took}"))
+    return Text.assemble(("FAILED", "bold red"), printable(f"  {rep.exercise}  {counts}{took}"))
+
+
+# -- attention heatmaps ----------------------------------------------------------------------------
+def shade(v) -> str:
+    """One cell's character: blank for exactly 0 (a hidden key), four steps up to 1, '?' for NaN
+    (the worker sends NaN as -1)."""
+    if not isinstance(v, (int, float)) or math.isnan(v) or math.isinf(v) or v < 0:
+        return "?"
+    if v <= 1e-6:
+        return SHADES[0]
+    return SHADES[1 + min(3, int(v * 4))]
+
+
+def _matrix(m) -> list[list]:
+    if not isinstance(m, list) or not m or not all(isinstance(r, list) for r in m):
+        return []
+    return m
+
+
+def heatmap(title: str, m: list[list], other: list[list] | None = None) -> Text:
+    """Rows = queries, columns = keys; a cell that differs from `other` by > 0.05 is drawn red."""
+    rows, cols = len(m), max(len(r) for r in m)
+    text = Text.assemble((title + "\n", "bold"))
+    keys = "".join(f"{j % 10:<2d}" for j in range(min(cols, HEATMAP_MAX)))  # key index, mod 10
+    text.append(f"k     {keys}\n", style="dim")
+    for i, row in enumerate(m[:HEATMAP_MAX]):
+        text.append(f"q{i:<3d} │", style="dim")
+        for j, v in enumerate(row[:HEATMAP_MAX]):
+            ref = other[i][j] if other and i < len(other) and j < len(other[i]) else None
+            bad = isinstance(ref, (int, float)) and isinstance(v, (int, float)) and not abs(v - ref) <= 0.05
+            text.append(shade(v) * 2, style="red" if bad else "cyan")
+        text.append("│\n", style="dim")
+    if rows > HEATMAP_MAX or cols > HEATMAP_MAX:
+        text.append(f"(first {min(rows, HEATMAP_MAX)} of {rows} queries, {min(cols, HEATMAP_MAX)} of {cols} keys)",
+                    style="dim")
+    text.rstrip()
+    return text
+
+
+def picture(pic: dict):
+    """Side-by-side heatmaps of the user's and the expected weights; None if the data is unusable."""
+    yours, expected = _matrix(pic.get("yours")), _matrix(pic.get("expected"))
+    if not yours or not expected:
+        return None
+    title = pic.get("title") or pic.get("case") or "attention weights"
+    grid = Table.grid(padding=(0, 4))
+    grid.add_row(heatmap("yours", yours, expected), heatmap("expected", expected))
+    axes = "" if "quer" in str(title) else "rows = queries, cols = keys; "
+    legend = Text(f"{axes}{SHADES[1:]} = 0..1, blank = 0, ? = NaN, red = differs", style="dim")
+    parts = [text(title, "bold"), grid, legend]
+    if pic.get("caption"):
+        parts.append(text(pic["caption"], "italic"))
+    return _indent(Group(*parts))
+
+
+# -- start, hint, solution -------------------------------------------------------------------------
+def task(ex: "Exercise", width: int = 80) -> Text:
+    """The task as written in the catalogue, each line wrapped between words to `width`, its continuation
+    indented under the line's own indent (print it with soft_wrap=True: it is wrapped already)."""
+    import textwrap
+
+    lines = []
+    for line in ex.task.splitlines():
+        lead = line[:len(line) - len(line.lstrip())]
+        lines.append(textwrap.fill(line, width, subsequent_indent=lead + "  ", break_long_words=False,
+                                   break_on_hyphens=False) if line.strip() else line)
+    target = f"target: {ex.minutes} min, {ex.difficulty}"
+    apart = "   " if len(f"{ex.id}  {ex.title}   {target}") <= width else "\n"
+    return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"), f"{apart}{target}\n\n", "\n".join(lines))
+
+
+def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None) -> Group:
+    """Hints 1..shown; `fresh` (1-based) is the one this call revealed. `mistake` (hints.Shown): the hints of the
+    mistake the last check named, seen so far, shown first."""
+    lines = []
+    if mistake is not None and mistake.slug and mistake.mistake:
+        new = mistake.fresh[1] if mistake.fresh and mistake.fresh[0] == "mistake" else None
+        for i, h in enumerate(mistake.mistake, 1):
+            style = "bold" if i == new else ("" if mistake.fresh is None else "dim")
+            label = f"{mistake.slug} {i}/{mistake.mistake_total}  "
+            lines.append(Text.assemble((label, "magenta"), (h, style)))
+    for i, h in enumerate(ex.hints[:shown], 1):
+        style = "bold" if i == fresh else ("" if fresh is None else "dim")
+        lines.append(Text.assemble((f"hint {i}/{len(ex.hints)}  ", "cyan"), (h, style)))
+    return Group(*lines)
+
+
+def solution(ex: "Exercise") -> object:
+    from rich.syntax import Syntax  # pygments is slow to import: only here
+
+    code = ex.reference.read_text(encoding="utf-8")
+    return Syntax(code, "python", line_numbers=True, word_wrap=True, theme="ansi_dark")
+
+
+# -- messages --------------------------------------------------------------------------------------
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, emoji=False)
+
+
+def say(out: Console, *parts) -> None:
+    """One message; paths and commands (the styled parts) are never broken, so they stay copy-pasteable. A message
+    wider than the console breaks between the words of its plain parts. parts: str or (str, style), escaped (they
+    carry file names and values the user typed)."""
+    safe = [(printable(p[0], multiline=True), p[1]) if isinstance(p, tuple) else printable(p, multiline=True)
+            for p in parts]
+    text = Text.assemble(*safe)
+    # a pipe or a log keeps a message on one line, and so does an error (one line, whatever the width)
+    folds = (out.is_terminal or "COLUMNS" in os.environ) and not out.stderr
+    if folds and "\n" not in text.plain and len(text.plain) > out.width:
+        text = Text.assemble(*_fold(safe, out.width))
+    out.print(text, soft_wrap=True)
+
+
+def _fold(parts: list, width: int) -> list:
+    """parts with the spaces between words of plain parts turned into line breaks where a line would pass width."""
+    words = []  # (text, style): each styled part whole, each plain word with the space after it
+    for p in parts:
+        if isinstance(p, tuple):
+            words.append(p)
+        else:
+            *rest, last = p.split(" ")
+            words += [(w + " ", "") for w in rest] + ([(last, "")] if last else [])
+    out, used = [], 0
+    for text, style in words:
+        if used and used + len(text.rstrip()) > width and out and out[-1][0].endswith(" "):
+            out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
+            out.append(("\n", ""))
+            used = 0
+        out.append((text, style))
+        used += len(text)
+    return out
+
+
+def solved(out: Console, ex: "Exercise", took: float | None, best: float | None, after: list[str] = ()) -> None:
+    """After a pass (check and watch alike): the solve time of the started file against the target and the best
+    so far, then `after` (moveon.after_pass: progress, what is next and its command). One line, wrapped between
+    its segments, so a command is never cut."""
+    from attn_drill.render.listing import duration
+    from attn_drill.practice.moveon import wrap
+
+    first = [f"Solved in {duration(took)}", f"(target {ex.minutes} min, best {duration(best)})."] if took is not None else []
+    for line in wrap(first + list(after), min(out.width, 80)):
+        say(out, line)
