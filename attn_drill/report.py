@@ -12,6 +12,8 @@ STAGES = ("load", "api", "shapes", "values", "gradients", "dtypes", "device")
 # A stage's detail when the file's own `raise NotImplementedError` (a skeleton's TODO) stopped the check: the
 # file is not started (or not finished), which is no mistake to name, so the report has no finding.
 NOT_STARTED = "not started: fill in the TODOs"
+# The form of a report in `check --json` and between the worker and the CLI; raised when a field changes meaning.
+VERSION = 1
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Report:
     @property
     def ours(self) -> bool:
         """The checker itself failed (an internal-error): no verdict on the user's code."""
-        return any(f.slug == "internal-error" for f in self.findings)
+        return any(f.slug == "internal-error" and f.level == "error" for f in self.findings)
 
     @property
     def judged(self) -> bool:
@@ -82,6 +84,7 @@ class Report:
             d.pop("picture")
             findings.append(d)
         return {
+            "version": VERSION,
             "exercise": self.exercise,
             "file": self.file,
             "passed": self.passed,
@@ -95,7 +98,9 @@ class Report:
 
     @classmethod
     def from_wire(cls, d: dict) -> "Report":
-        """Rebuild a report from the worker's JSON (which keeps score and picture)."""
+        """Rebuild a report from the worker's JSON (which keeps score and picture); another version's is refused."""
+        if d.get("version") != VERSION:
+            raise ValueError(f"a report of version {d.get('version')!r}, not {VERSION}")
         r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0),
                 output=str(d.get("output", "")), confinement=str(d.get("confinement", "")))
         r.case = d["case"] if isinstance(d.get("case"), int) else None
@@ -106,6 +111,7 @@ class Report:
 
     def to_wire(self) -> dict:
         return {
+            "version": VERSION,
             "exercise": self.exercise,
             "file": self.file,
             "seed": self.seed,

@@ -385,6 +385,20 @@ def test_check_a_wrong_file_fails(isolated):
     assert h["passed"] is False and h["seed"] == 0 and h["slugs"] == ["missing-scale"]
 
 
+def test_a_file_with_one_todo_left_is_not_started(isolated):
+    """masks, two of three functions written: the third's TODO still raises where the cases reach it."""
+    ref = catalogue.get("masks").reference.read_text()
+    todo = '    # TODO: combine the two, with a head axis\n    raise NotImplementedError("write attention_mask")\n'
+    head, body = ref.split("def attention_mask(", 1)
+    rest = body.split("\ndef ", 1)
+    f = isolated / "masks.py"
+    f.write_text(head + "def attention_mask(" + rest[0].split("\n", 1)[0] + "\n" + todo
+                 + ("\ndef " + rest[1] if len(rest) > 1 else ""))
+    r = invoke("check", str(f), "--seed", "0")
+    assert r.exit_code == 1 and "NOT STARTED  masks  fill in the TODOs" in r.stdout, r.stdout
+    assert "exception" not in r.stdout and history.checks("masks") == []
+
+
 def test_the_skeleton_is_not_started_not_an_error(isolated):
     f = copy_skeleton(isolated / "bad")
     r = invoke("check", str(f), "--seed", "0")
@@ -393,7 +407,7 @@ def test_the_skeleton_is_not_started_not_an_error(isolated):
     assert "Fill in the TODOs of bad/mha.py, then check it again." in r.stdout
     assert history.checks("mha") == []  # not a check of anything: no attempt, no mistake
     d = json.loads(invoke("check", str(f), "--json").stdout)
-    assert d["not_started"] is True and d["passed"] is False and d["findings"] == []
+    assert d["version"] == 1 and d["not_started"] is True and d["passed"] is False and d["findings"] == []
     assert "not started: fill in the TODOs (your line 35 still raises NotImplementedError)" in [
         s["detail"] for s in d["stages"]]
 

@@ -3,6 +3,8 @@ every exercise it is registered for (test_corpus.REQUIRED lists what the corpus 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from test_corpus import REQUIRED
 
 from attn_drill import findings
@@ -47,3 +49,36 @@ def test_a_diagnosis_registers_one_slug_or_several():
             (("missing-scale",), ("sdpa",)), (("missing-scale", "wrong-scale"), None)]
     finally:
         del diagnoses.REGISTRY[before:]
+
+
+# A diagnosis with a bug of ours, run first: it raises on every check.
+BROKEN_DIAGNOSIS = """
+import json, sys
+from pathlib import Path
+from attn_drill.judge import diagnoses
+from attn_drill.judge.engine import check_file
+
+def broken(check):
+    raise KeyError("a bug of ours")
+
+diagnoses.REGISTRY.insert(0, (("missing-scale",), None, broken))
+print(json.dumps(check_file(Path(sys.argv[1]), "sdpa", 7).to_dict()))
+"""
+
+
+def test_a_diagnosis_that_raises_leaves_the_verdict_standing():
+    """pytest's rule for a broken assertrepr hook: an explanation that fails never sinks the report."""
+    import json
+    import subprocess
+    import sys
+
+    no_scale = Path(__file__).parent / "corpus" / "sdpa" / "missing-scale__no_div.py"
+    run = subprocess.run([sys.executable, "-c", BROKEN_DIAGNOSIS, str(no_scale)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    rep = json.loads(run.stdout.splitlines()[-1])
+    errors = [f["slug"] for f in rep["findings"] if f["level"] == "error"]
+    notes = [f for f in rep["findings"] if f["slug"] == "internal-error"]
+    assert errors == ["missing-scale"] and not rep["passed"], rep["findings"]
+    assert len(notes) == 1 and notes[0]["level"] == "warning"
+    assert "the diagnosis broken failed: KeyError" in notes[0]["evidence"]

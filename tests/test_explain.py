@@ -343,6 +343,15 @@ def test_plain_answers_are_explained_at_once_within_80_columns(isolated, run_scr
     assert "Explained " in r.stdout and max(map(len, r.stdout.splitlines())) <= 80
 
 
+def test_too_few_answers_are_a_usage_error_and_nothing_is_scored(isolated, run_script):
+    """As in mock: answers are held to the questions before the first is scored."""
+    start_with(run_script, isolated, "sdpa", ROOT / "reference" / "sdpa.py")
+    r = run_script("explain", "--seed", "7", "--answers", "1")
+    assert r.returncode == 2 and "1 answer given; this round asks" in r.stderr, r.stderr
+    assert "nothing was scored" in r.stderr and "Explained" not in r.stdout
+    assert not history.explains()
+
+
 def test_a_failing_file_is_refused_in_one_line(isolated, run_script):
     start_with(run_script, isolated, "sdpa", CORPUS / "sdpa" / "missing-scale__no_div.py")
     r = run_script("explain", "--json")

@@ -1,5 +1,5 @@
 """Hints that follow the diagnosis: after a failing check, `hint` gives the named mistake's hints first
-(attn_drill/practice/mistake_hints.toml), then the exercise's own; `reset` clears what was seen."""
+(attn_drill/mistakes.toml, beside each slug's wording), then the exercise's own; `reset` clears what was seen."""
 
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ def test_every_named_mistake_has_one_or_two_hints():
 def test_the_hints_ship_inside_the_package():
     from attn_drill import paths
 
-    assert hints.MISTAKE_HINTS.is_relative_to(paths.PACKAGE) and hints.MISTAKE_HINTS.is_file()
+    from attn_drill import findings
+
+    assert findings.MISTAKES.parent == paths.PACKAGE and findings.MISTAKES.is_file()
 
 
 def failed_with(slug: str, exercise: str = "sdpa") -> None:

@@ -36,7 +36,7 @@ def test_wheel_ships_skeletons_and_references(installed):
     for sub in ("exercises", "reference"):
         for f in (ROOT / sub).glob("*.py"):
             assert f"attn_drill/_data/{sub}/{f.name}" in names
-    for data in ("catalogue.toml", "practice/questions.toml", "practice/mistake_hints.toml"):  # read at run time, beside the code
+    for data in ("catalogue.toml", "mistakes.toml", "practice/questions.toml"):  # read at run time, beside the code
         assert f"attn_drill/{data}" in names
 
 

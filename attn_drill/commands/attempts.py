@@ -12,20 +12,6 @@ if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
 
-def keep_attempt(ex: "Exercise", path: Path, rep, data: Optional[bytes] = None) -> bool:
-    """After a check of the exercise's practice file (the one `start` wrote): keep that version with its
-    verdict. Other files (a batch of someone else's, a mock's file) and untouched skeletons are not your attempts.
-    True if kept."""
-    from attn_drill.store import attempts, state
-
-    if not getattr(rep, "judged", True):
-        return False  # the skeleton's TODOs, or our own error: not an attempt
-    practice = state.load().file(ex.id)
-    if practice is None or practice.resolve() != Path(path).resolve():
-        return False
-    return attempts.keep(ex.id, Path(path), rep, data) is not None
-
-
 def repro_hint(out, ex: "Exercise", rep, kept: bool) -> None:
     """Under a report whose values stage failed on a case: the command that replays it."""
     from attn_drill.render import report as render

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, List, Optional
 
 if TYPE_CHECKING:
-    from attn_drill.catalogue import Exercise
     from attn_drill.store.state import State
 
 from attn_drill.commands.usage import (EXIT_USAGE, describe as _describe, fail as _fail, is_file as _is_file,
@@ -190,12 +189,15 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     jobs = resolve.jobs(files, exercise_id, st)
     # A batch (a teacher's, an interviewer's) records only your own practice files; --no-record none.
     mine = {j[0] for j in jobs if isinstance(j, tuple) and record and (len(jobs) == 1 or st.file(j[1].id) == j[0])}
+    from attn_drill.practice.record import read_bytes
+
+    judged = {path: read_bytes(path) for path in mine}  # what is judged: a save during the check is not
     from attn_drill import process as checker  # no torch on this side
 
     reports = checker.run_checks([checker.Job(j[0], j[1].id) for j in jobs if isinstance(j, tuple)], seed=seed,
                                  timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)
     try:
-        results = _show_reports(jobs, reports, as_json, mine, verbose)
+        results = _show_reports(jobs, reports, as_json, judged, st, verbose)
     except KeyboardInterrupt:
         _say(("interrupted", "bold red"), err=True)
         return 130
@@ -206,13 +208,15 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     return 0 if results and all(results) else 1
 
 
-def _show_reports(jobs: list, reports, as_json: bool, mine: set, verbose: bool = False) -> List[Optional[bool]]:
-    """Each job's report in order (a file that could not be checked: its error); passed, failed or None."""
+def _show_reports(jobs: list, reports, as_json: bool, judged: dict, st: "State",
+                  verbose: bool = False) -> List[Optional[bool]]:
+    """Each job's report in order (a file that could not be checked: its error); passed, failed or None.
+    `judged`: the files to record (your own practice files), with the bytes that were checked."""
     import json
 
-    from attn_drill.practice import moveon
+    from attn_drill.commands.attempts import repro_hint
+    from attn_drill.practice.record import Recorded, after_check, practice_attempt
     from attn_drill.render import report as render
-    from attn_drill.commands.attempts import keep_attempt, repro_hint
 
     out, results = render.console(), []
     for job, rep in _with_spinner(out, jobs, reports, enabled=not as_json):
@@ -220,23 +224,22 @@ def _show_reports(jobs: list, reports, as_json: bool, mine: set, verbose: bool =
             results.append(None)
             _unusable(out, job, as_json)
             continue
-        (path, ex), keep = job, job[0] in mine
+        (path, ex), keep = job, job[0] in judged
         results.append(rep.passed)
         if as_json:  # the verdict first: recording it can only warn, never keep it from showing
             d = rep.to_dict()
             print(json.dumps(d, indent=2) if len(jobs) == 1 else json.dumps(d), flush=True)
-            if keep:
-                _record(ex, path, rep, "check")
-                keep_attempt(ex, path, rep)
+        else:
+            if len(results) > 1:
+                out.rule()
+            render.report(out, rep, ex, verbose)
+        done = after_check(ex, path, rep, source="check", attempt=practice_attempt(ex, path, st),
+                           data=judged[path]) if keep else Recorded()
+        if as_json:
             continue
-        if len(results) > 1:
-            out.rule()
-        render.report(out, rep, ex, verbose)
-        took, best = _record(ex, path, rep, "check") if keep else (None, None)
-        if keep:
-            repro_hint(out, ex, rep, keep_attempt(ex, path, rep))
+        repro_hint(out, ex, rep, done.kept)
         if rep.passed and keep and len(jobs) == 1:
-            render.solved(out, ex, took, best, moveon.after_pass())
+            render.solved(out, ex, done.solved, done.best, done.after)
         elif rep.not_started:
             render.say(out, "Fill in the TODOs of ", (_nice(path), "bold"), ", then check it again.")
         elif rep.ours:
@@ -263,22 +266,6 @@ def _unusable(out, e, as_json: bool) -> None:
     _say(("error: ", "bold red"), printable(e.message), err=True)
     if e.more:
         _say(printable(e.more), err=True)
-
-
-def _record(ex: "Exercise", path: Path, rep, source: str) -> tuple:
-    """Note a check in the practice history; (solve time or None, best time). Checks of the started file
-    form one attempt, timed from its start, and rate its review card (schedule.py); the state file is only read."""
-    from attn_drill.store import history, schedule, state
-
-    st = state.load()
-    attempt = st.started_at(ex.id) if st.file(ex.id) == Path(path).resolve() else None
-    took = st.solve_seconds(ex.id, path) if rep.passed else None
-    history.record_report(rep, source=source, attempt=attempt, solve_seconds=took)
-    schedule.after_check(ex, rep, attempt=attempt, seconds=took, source=source)
-    best = history.progress_of(ex.id).best
-    if took is not None:  # this pass counts even when it could not be recorded
-        best = round(took, 1) if best is None else min(best, round(took, 1))
-    return took, best
 
 
 def _with_spinner(out, jobs: list, reports, enabled: bool):
@@ -319,7 +306,8 @@ def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
     if not shown.mistake_total and not ex.hints:
         render.say(out, f"{ex.id} has no hints.")
         return
-    out.print(render.hints(ex, shown.general, fresh=shown.general_fresh, mistake=shown))
+    out.print(render.hints(ex, shown.general, fresh=shown.general_fresh, mistake=shown, width=min(out.width, 80)),
+              soft_wrap=True)
     left = shown.left(ex)
     if shown.fresh is None and not show_all:
         render.say(out, "No more hints: all of them are above.")

@@ -38,6 +38,13 @@ def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: boo
         r = _build(path, ex, seed, timeout)
     except KeyboardInterrupt:  # Ctrl-C while it checks: the worker dies with its pool, nothing is recorded
         return 130
+    if scripted is not None:  # held to the questions before any is scored: too few is a usage error, as in mock
+        from attn_drill.practice.mock_answers import BadAnswers, against
+
+        try:
+            against(r.questions, [], scripted, asker="this round")
+        except BadAnswers as e:
+            _fail(f"--answers: {e}; nothing was scored.", EXAMPLE)
     if as_json and scripted is None:
         import json
 
@@ -120,14 +127,25 @@ def _ask(r, ex, nice: str, scripted: Optional[list], as_json: bool) -> int:
 
 
 def _typed(out, q: dict) -> Optional[str]:
-    """An answer typed at the terminal; a shape that cannot be read is asked again (an empty line skips)."""
+    """An answer typed, then Enter, as in the mock: an empty line answers nothing and asks again, a choice out of
+    range or a shape that cannot be read is asked for again, `-` skips the question."""
     from attn_drill.practice import explain
     from attn_drill.render import report as render, explain as render_explain
 
-    for _ in range(3):
+    while True:
         given = out.input(render.text(render_explain.ask(q))).strip()
-        if not given or q.get("choices") or explain.read_shape(given, q["symbols"]) is not None:
-            return given or None
-        names = " ".join(q["symbols"])
-        out.print(render.text(f"cannot read {given!r}: use the symbols {names} (H*d and d/2 work too).", "yellow"))
-    return given
+        if given == "-":
+            return None
+        if not given:
+            continue
+        n = len(q.get("choices") or ())
+        if n and given.isdigit() and 1 <= int(given) <= n:
+            return given
+        if n:
+            out.print(render.text(f"a number 1-{n} (- skips).", "yellow"))
+        elif explain.read_shape(given, q["symbols"]) is not None:
+            return given
+        else:
+            names = " ".join(q["symbols"])
+            out.print(render.text(f"cannot read {given!r}: use the symbols {names} (H*d and d/2 work too; "
+                                  "- skips).", "yellow"))

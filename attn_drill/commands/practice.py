@@ -8,16 +8,17 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
-from attn_drill.commands.drill import MINUTES_RANGE, TIMEOUT_RANGE, _record, valid_number, valid_seed
+from attn_drill.commands.drill import MINUTES_RANGE, TIMEOUT_RANGE, valid_number, valid_seed
 from attn_drill.commands.usage import describe as _describe, fail as _fail, nice as _nice
 from attn_drill.commands.resolve import exercise as _exercise, jobs as _jobs
 
 
 def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional[float]) -> int:
-    from attn_drill.practice import moveon, watch
-    from attn_drill.render import report as render, mock as render_mock
+    from attn_drill.commands.attempts import repro_hint
+    from attn_drill.practice import watch
+    from attn_drill.practice.record import after_check, practice_attempt, read_bytes
+    from attn_drill.render import mock as render_mock, report as render
     from attn_drill.store import state
-    from attn_drill.commands.attempts import keep_attempt, repro_hint
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     [(path, ex)] = _jobs([], exercise_id, state.load())
@@ -27,7 +28,7 @@ def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional
     last = {}  # the content hash of the file last checked: a save that changed nothing is not counted again
 
     def checking(again: bool) -> None:
-        kept["data"] = _read_bytes(path)
+        kept["data"] = read_bytes(path)
         render_mock.watch_checking(out, nice, again)
 
     def checked(rep) -> None:
@@ -35,10 +36,10 @@ def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional
         data = kept.get("data")
         content = None if data is None else hashlib.sha256(data).hexdigest()
         fresh, last["content"] = content is None or content != last.get("content"), content
-        took, best = _record(ex, path, rep, "watch") if fresh else (None, None)
-        repro_hint(out, ex, rep, keep_attempt(ex, path, rep, data))
-        after = moveon.after_pass() if rep.passed and fresh else []
-        render_mock.watch_footer(out, rep, ex, nice, took=took, best=best, after=after)
+        done = after_check(ex, path, rep, source="watch", attempt=practice_attempt(ex, path, state.load()),
+                           data=data, repeat=not fresh)
+        repro_hint(out, ex, rep, done.kept)
+        render_mock.watch_footer(out, rep, ex, nice, took=done.solved, best=done.best, after=done.after)
 
     try:
         with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
@@ -151,13 +152,6 @@ def _abandon_mock(out, session) -> int:
     mock.drop()
     render.say(out, f"Dropped the mock of {session.exercise}; its file stays at ", (_nice(Path(session.file)), "bold"))
     return 0
-
-
-def _read_bytes(path: Path) -> Optional[bytes]:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
 
 
 def _stdin_fd() -> Optional[int]:

@@ -42,14 +42,32 @@ def exercise(exercise_id: str) -> "Exercise":
     ex = find(exercise_id)
     if ex is not None:
         return ex
-    import difflib
-
     known = list(catalogue.exercises())
-    close = difflib.get_close_matches(exercise_id.lower(), known, n=1, cutoff=0.5)
+    close = suggest(exercise_id)
     if close:
-        _fail(f"no exercise called {exercise_id!r}; did you mean {close[0]}?",
-              _retry(exercise_id, close[0]) or _listed(known))
+        _fail(f"no exercise called {exercise_id!r}; did you mean {close.id}?",
+              _retry(exercise_id, close.id) or _listed(known))
     _fail(f"no exercise called {exercise_id!r}.", _listed(known))  # two lines: 80 columns
+
+
+def suggest(word: str) -> "Exercise | None":
+    """The exercise a mistyped word most likely means, ranked by its id and by its title's words
+    (`flash-attention` is flash, `mah` is mha, `gqaa` is gqa); None when nothing is close."""
+    import difflib
+    import re
+
+    from attn_drill import catalogue
+
+    typed = re.sub(r"[\s_]+", "-", word.strip().lower())
+
+    def names(ex) -> list[str]:
+        words = re.findall(r"[a-z0-9]+", ex.title.lower())
+        return [ex.id] + ["-".join(words[:n]) for n in range(1, len(words) + 1)]
+
+    scored = [(max(difflib.SequenceMatcher(None, typed, n).ratio() for n in names(ex)), ex.id == typed, ex)
+              for ex in catalogue.exercises().values()]
+    best = max(scored, key=lambda s: s[:2])
+    return best[2] if best[0] >= 0.6 else None
 
 
 def _listed(known: list) -> str:
@@ -125,6 +143,10 @@ def _job(f: Path, forced: "Exercise | None", st: "State") -> tuple:
     kind = _kind(f)
     if kind == "missing" and len(f.parts) == 1 and find(str(f)):
         return started_file(find(str(f)), st, f)
+    if kind == "missing" and len(f.parts) == 1 and not f.suffix and suggest(str(f)):  # `check gqaa`: an id, mistyped
+        close = suggest(str(f)).id
+        raise Unusable(f, f"no such file or exercise: {_show(f)}; did you mean {close}?",
+                       _retry(f, close) or f"try: attn-drill check {close}")
     if kind == "other":
         raise Unusable(f, f"{_show(f)} is not a regular file (a pipe or a device?); give your exercise file.")
     if kind == "dir":

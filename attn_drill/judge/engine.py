@@ -174,10 +174,12 @@ class Check:
             outcome = calls.run(self.spec, self.target, case, self.path)
             self.guard(outcome)
             self.outcomes.append(outcome)
+        for o in self.outcomes:  # a TODO still raising anywhere the cases reach: not started, whatever else ran
+            if o.error is not None:
+                self.todo_left(o.error)
         returned = [o for o in self.outcomes if o.error is None]
         if not returned:
             o = self.outcomes[0]
-            self.todo_left(o.error)
             self.report.case = 0  # attn-drill repro replays it: the traceback shows where
             self.fail(load.exception_finding(o.error, self.path, f"on every case, e.g. {o.case.label}"))
         for o in returned:
@@ -211,7 +213,7 @@ class Check:
                     self.report.case = i  # what attn-drill repro replays
                     first_bad = (f"{o.case.label}: {name} differs first at ({where(d.index, self.spec.axes[name])}): "
                                  f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
-                                 f"relative to the largest value {d.max_rel:.3g} (tolerance {TOL[torch.float64].atol:g} + "
+                                 f"relative error {d.max_rel:.3g} of the largest |expected| (tolerance {TOL[torch.float64].atol:g} + "
                                  f"{TOL[torch.float64].rtol:g}*|expected|)")
         lowered = next((o.tracer.lowered for o in self.outcomes if o.tracer and o.tracer.lowered), None)
         failed64 = first_bad is not None

@@ -17,24 +17,33 @@ from attn_drill import findings, limits
 from attn_drill.report import Finding
 
 
-def load(path: Path, tag: str) -> tuple[object | None, Finding | None]:
-    """Parse and execute the user's file; return (module, None) or (None, finding)."""
+def parse(path: Path, tag: str) -> Finding | None:
+    """Read and compile the user's file without running any of it: the finding that stops it there, or None.
+    No torch needed: the runner asks this before it starts a worker (a syntax error costs no torch import)."""
     source, bad = read_source(path)
     if bad:
-        return None, bad
+        return bad
     try:
         tree = ast.parse(source, str(path))
         compile(tree, str(path), "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # the last two: absurdly nested code
         if "\0" in source:  # Python says "cannot contain null bytes" with no line: find it
             line, where = _where_byte(source.encode("utf-8"), b"\0")
-            return None, findings.make("syntax-error", f"the file contains a NUL byte{where}, which Python does not "
-                                       "accept anywhere (pasted from a binary file?)", line=line, score=1.0)
+            return findings.make("syntax-error", f"the file contains a NUL byte{where}, which Python does not "
+                                 "accept anywhere (pasted from a binary file?)", line=line, score=1.0)
         if isinstance(e, SyntaxError):
-            return None, syntax_finding(e)
-        return None, findings.make("syntax-error", f"Python cannot parse it: {describe(e)}", score=1.0)
+            return syntax_finding(e)
+        return findings.make("syntax-error", f"Python cannot parse it: {describe(e)}", score=1.0)
     if not tree.body:
-        return None, _nothing_defined(source, tag)
+        return _nothing_defined(source, tag)
+    return None
+
+
+def load(path: Path, tag: str) -> tuple[object | None, Finding | None]:
+    """Parse and execute the user's file; return (module, None) or (None, finding)."""
+    bad = parse(path, tag)
+    if bad:
+        return None, bad
 
     spec = importlib.util.spec_from_file_location(f"attn_drill_user_{tag}", path)
     module = importlib.util.module_from_spec(spec)
@@ -105,18 +114,32 @@ def syntax_finding(e: SyntaxError) -> Finding:
     return findings.make("syntax-error", evidence, line=e.lineno, score=1.0)
 
 
+CARET_LINE = 60  # a report's evidence is about 63 columns wide at 80: a longer line would wrap, the caret not
+
+
 def _pointed(e: SyntaxError) -> str:
-    """The line itself, and a caret under the column."""
+    """The line itself, and a caret under the column; a long line is shown as a window around the column, so
+    that neither wraps and the caret stays under its character."""
     text = (e.text or "").rstrip("\r\n").expandtabs()
     if not text.strip():
         return ""
-    shown = text.strip()
+    shown = limits.clean(text.strip())
     lead = len(text) - len(text.lstrip())
-    out = f"\n    {limits.excerpt(shown)}"
-    if e.offset and 0 <= e.offset - 1 - lead <= min(len(shown), limits.LINE_WIDTH):
-        same_line = e.end_lineno == e.lineno and e.end_offset and e.end_offset > e.offset
-        width = min(e.end_offset - e.offset, len(shown)) if same_line else 1
-        out += "\n    " + " " * (e.offset - 1 - lead) + "^" * max(1, width)
+    col = e.offset - 1 - lead if e.offset else None  # 0-based, in `shown`
+    same_line = e.end_lineno == e.lineno and e.end_offset and e.offset and e.end_offset > e.offset
+    width = max(1, min(e.end_offset - e.offset, len(shown))) if same_line else 1
+    if len(shown) > CARET_LINE:
+        start = 0 if col is None else max(0, min(col - CARET_LINE // 2, len(shown) - CARET_LINE + 2))
+        head = "…" if start else ""
+        window = shown[start:start + CARET_LINE - 2]  # room for a "…" at either end
+        tail = "…" if start + len(window) < len(shown) else ""
+        if col is not None:
+            col = col - start + len(head)
+        shown = head + window + tail
+        width = min(width, max(1, len(shown) - (col or 0)))
+    out = f"\n    {shown}"
+    if col is not None and 0 <= col <= len(shown):
+        out += "\n    " + " " * col + "^" * width
     return out
 
 

@@ -31,7 +31,6 @@ from pathlib import Path
 KINDS = ("shape", "breaks", "cost", "concept")
 MAX_QUESTIONS = 5
 MAX_SHAPES = 3
-CODE_WIDTH = 60  # a line's text is cut to this, so a question fits 80 columns
 
 # Every symbol a case may use (judge/explain.py), and other names typed for them: --answers is checked with it.
 SYMBOLS = ("B", "H", "Hkv", "T", "Tq", "Tk", "T_past", "T_new", "d", "dv", "D", "block_size")
@@ -357,7 +356,7 @@ class Line:
 
 
 def code_of(source_lines: list[str], span: tuple[int, int]) -> str:
-    """A statement's text on one line (its lines joined, comments dropped), cut to CODE_WIDTH."""
+    """A statement's text on one line (its lines joined, comments dropped), whole."""
     first, last = span
     parts = [_strip_comment(source_lines[i - 1]) for i in range(first, min(last, len(source_lines)) + 1)]
     text = re.sub(r"\s+", " ", " ".join(parts)).strip()
@@ -366,9 +365,8 @@ def code_of(source_lines: list[str], span: tuple[int, int]) -> str:
 
 
 def shown(code: str) -> str:
-    """One line of code as a question shows it: no trailing comment, cut to CODE_WIDTH."""
-    code = _strip_comment(code)
-    return code if len(code) <= CODE_WIDTH else code[:CODE_WIDTH - 1].rstrip() + "…"
+    """One line of code as a question shows it: whole, without its trailing comment (the screen wraps it)."""
+    return _strip_comment(code)
 
 
 def _strip_comment(text: str) -> str:
@@ -405,7 +403,9 @@ def tags_of(names: list[str], calls: list[Op], dtype: str, symbols: dict) -> lis
         tags.append("weighted-sum")
     if ops & REPEAT and "Hkv" in symbols and "H" in names:
         tags.append("repeat")
-    if set(names) & HEADS and set(names) & HEAD_DIM and ops & RESHAPE and "weighted-sum" not in tags:
+    # a reshape that moves features into heads; a slice alone (flash's key block k[:, :, j:j + bs]) is no split
+    moves = ops & (RESHAPE - {"__getitem__"})
+    if set(names) & HEADS and set(names) & HEAD_DIM and moves and "weighted-sum" not in tags:
         tags.append("split")
     if len(names) == 3 and names[1] in QUERY and names[2] == "D" and ops & RESHAPE and "linear" not in ops:
         tags.append("merge")

@@ -1,7 +1,7 @@
 """Hints that follow the diagnosis. No torch, no rich.
 
 After a failing check, `attn-drill hint` first gives the hints of the mistake that check named (its first
-error slug; practice/mistake_hints.toml, one or two per slug), then goes on with the exercise's own hints
+error slug; mistakes.toml, one or two per slug), then goes on with the exercise's own hints
 (catalogue.toml). "That check" is the last recorded check of the current attempt (the practice file since its
 `start` or `reset`), so a fresh skeleton starts from the general hints again. What was seen is kept in the
 state file per exercise: `hints_shown` (general) and `mistake_hints` ({slug: n}); `reset` and `start --force`
@@ -10,29 +10,19 @@ clear both (state.clear_hints).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
     from attn_drill.store.state import State
 
-MISTAKE_HINTS = Path(__file__).with_name("mistake_hints.toml")
 
-
-@lru_cache(maxsize=1)
 def for_mistakes() -> dict[str, tuple[str, ...]]:
-    """slug -> its hints, in order."""
-    data = tomllib.loads(MISTAKE_HINTS.read_text(encoding="utf-8"))
-    return {slug: tuple(h) for slug, h in data.items()}
+    """slug -> its hints, in order (mistakes.toml, beside each slug's wording)."""
+    from attn_drill import findings
+
+    return {slug: tuple(m.get("hints", ())) for slug, m in findings.mistakes().items()}
 
 
 @dataclass

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 from attn_drill import catalogue, paths
-from attn_drill.practice import explain, questions
+from attn_drill.practice import explain, questions, record
 from attn_drill.store import history, schedule
 from attn_drill.catalogue import Exercise
 from attn_drill.practice.mock_answers import N_FOLLOW_UP, N_QUESTIONS
@@ -372,11 +372,9 @@ def _check(session: Session, ex: Exercise, ui, checker) -> bool:
         session.mistakes += slugs
     session.last, session.seen, session.checked = {"passed": rep.passed, "slugs": slugs}, version, content
     save(session)
-    solve = min(at - session.started_at, session.limit_seconds) if rep.passed else None
-    if not again:
-        history.record_report(rep, source="mock", attempt=f"mock:{session.id}", solve_seconds=solve)
-        schedule.after_check(ex, rep, attempt=f"mock:{session.id}", seconds=solve, source="mock")
-    ui.report(session, rep, ex)
+    ui.report(session, rep, ex)  # the verdict first, then what it leaves
+    attempt = record.Attempt(f"mock:{session.id}", min(at - session.started_at, session.limit_seconds))
+    record.after_check(ex, Path(session.file), rep, source="mock", attempt=attempt, repeat=again)
     return rep.passed
 
 
@@ -430,7 +428,8 @@ def _questions(session: Session, ui, keys, scripted: list[str] | None) -> None:
         if scripted is not None:
             given = scripted[i] if i < len(scripted) else None
         else:
-            given = keys.line(ui.echo) if not q.get("choices") else _str(keys.choice(len(q["choices"])))
+            given = (keys.answer(ui.echo) if not q.get("choices")
+                     else _str(keys.choice(ui.echo, len(q["choices"]))))
         ui.explain_answer_given(q, given, scripted=scripted is not None)
         session.explain_answers.append(given)
         save(session)
@@ -443,7 +442,7 @@ def _questions(session: Session, ui, keys, scripted: list[str] | None) -> None:
             given = scripted[first + i] if first + i < len(scripted) else None
             choice = int(given) if given and given.isdigit() else None
         else:
-            choice = keys.choice(len(q.choices))
+            choice = keys.choice(ui.echo, len(q.choices))
         ui.answer_given(choice, scripted=scripted is not None)
         session.answers.append(choice)
         save(session)
@@ -526,9 +525,10 @@ class Keys:
                 return key.lower()
         return None
 
-    def line(self, echo) -> str | None:
-        """A line typed at the keyboard (a shape answer), each key passed to `echo` as it comes (cbreak mode
-        does not echo): Enter ends it, Backspace takes a character back. None if stdin closes first."""
+    def line(self, echo, keep_empty: bool = False) -> str | None:
+        """A line typed at the keyboard, each key passed to `echo` as it comes (cbreak mode does not echo):
+        Enter ends it, Backspace takes a character back. `keep_empty`: an Enter on a blank line does not end it
+        (a stray Enter answers nothing). None if stdin closes first."""
         typed = ""
         while True:
             if not self.pending and not self.closed:
@@ -538,6 +538,8 @@ class Keys:
                 return typed or None
             key, self.pending = self.pending[0], self.pending[1:]
             if key in "\r\n":
+                if keep_empty and not typed.strip():
+                    continue
                 echo("\n")
                 return typed
             if key in "\x7f\b":
@@ -558,11 +560,22 @@ class Keys:
             self.closed = not data
             self.pending += data.decode("utf-8", "replace")
 
-    def choice(self, n: int) -> int | None:
-        """Wait for a digit 1..n; None if stdin closes first."""
+    def answer(self, echo, accept=lambda typed: True, again: str = "") -> str | None:
+        """An answer typed, then Enter (the one way every question is answered, as in `explain`): an Enter on an
+        empty line answers nothing and is ignored, a line `accept` refuses is asked for again (`again` says
+        how), `-` skips the question. None if stdin closes first."""
         while True:
-            key = self.get(0.5)
-            if key is not None and key.isdigit() and 1 <= int(key) <= n:
-                return int(key)
-            if self.closed and not self.pending:
+            typed = self.line(echo, keep_empty=True)
+            if typed is None:
                 return None
+            given = typed.strip()
+            if given == "-":
+                return None
+            if accept(given):
+                return given
+            echo(again)
+
+    def choice(self, echo, n: int) -> int | None:
+        """A choice 1..n, typed then Enter; None if skipped or stdin closes first."""
+        given = self.answer(echo, lambda t: t.isdigit() and 1 <= int(t) <= n, again=f"a number 1-{n} (- skips): ")
+        return None if given is None else int(given)

@@ -42,14 +42,15 @@ def forms(explained: list[dict], bank: list) -> list[str]:
     return mine + [f"1-{len(q.choices)}" for q in bank]
 
 
-def against(explained: list[dict], bank: list, items: list[str]) -> None:
+def against(explained: list[dict], bank: list, items: list[str], asker: str = "this mock") -> None:
     """Once the questions are known: an answer for each (a surplus is left unused: after a pass 4 or 5 are
     asked, and a script cannot know which), each choice a number within its question's choices; a typed shape
     takes any text (a number there is a wrong shape). Else a BadAnswers saying what the questions take."""
     want = forms(explained, bank)
     plan = ", ".join(want)
     if len(items) < len(want):
-        raise BadAnswers(f"{len(items)} answers given; this mock asks {len(want)} questions ({plan})")
+        raise BadAnswers(f"{len(items)} answer{'s' if len(items) != 1 else ''} given; {asker} asks {len(want)} "
+                         f"questions ({plan})")
     for i, (item, form) in enumerate(zip(items, want), 1):
         if form == "a shape":
             continue

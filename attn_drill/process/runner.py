@@ -60,7 +60,25 @@ def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEF
         yield from _batch(jobs, seed, timeout)
         return
     for job in jobs:
-        yield check_one(job, seed, timeout, spawn or spawn_worker)
+        yield unparsable(job, seed) or check_one(job, seed, timeout, spawn or spawn_worker)
+
+
+def unparsable(job: Job, seed: int) -> Report | None:
+    """The report of a file that cannot even be compiled (a syntax error, a bad encoding, nothing in it), made
+    here with the judge's own load step: no worker, so no torch import, as fast as `watch`. None otherwise."""
+    from attn_drill.judge import load
+
+    start = time.perf_counter()
+    try:
+        bad = load.parse(Path(job.path), job.exercise)
+    except Exception:  # noqa: BLE001 - unreadable in some way we did not foresee: the worker will say how
+        return None
+    if bad is None:
+        return None
+    report = partial_report(job.exercise, job.path, seed, [], bad.title)
+    report.findings.append(bad)
+    report.seconds = time.perf_counter() - start
+    return report
 
 
 def run_task(job: Job, seed: int, timeout: float = DEFAULT_TIMEOUT, spawn=None) -> dict | Report:

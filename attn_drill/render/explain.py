@@ -1,20 +1,19 @@
 """What `attn-drill explain` and the mock's follow-up on the user's own code show, drawn with rich.
 
 Everything is wrapped at words to the console's width (80 columns in a plain terminal): a question is a
-header, the user's line (cut to fit, as explain.code_of made it), the prompt and its choices, each choice
+header, the user's line (whole, wrapped at spaces outside brackets where it can be), the prompt and its choices, each choice
 indented under its number. Text from the user's file goes through render.text (escaped).
 """
 
 from __future__ import annotations
 
-import textwrap
 from collections import Counter
 
 from rich.console import Console
 from rich.text import Text
 
 from attn_drill.practice import explain
-from attn_drill.render.report import say, text
+from attn_drill.render.report import hanging, phrases, say, text
 
 SHAPE_HELP = "symbols, e.g. B H Tq Tk"
 
@@ -31,19 +30,44 @@ def question(out: Console, q: dict, i: int, n: int, label: str = "Question") -> 
     out.print(Text.assemble((f"{label} {i}/{n}", "bold cyan"), (f"  {q['kind']}", "dim")))
     if q.get("line"):
         code = explain.shown(q.get("code") or "")  # mutants.py gives the raw line: its comment goes
-        out.print(Text.assemble((f"line {q['line']}  ", "cyan"), text(code, "bold", one_line=True)))
-    out.print(text(q["prompt"], "bold"))
-    for k, choice in enumerate(q.get("choices") or (), 1):
-        # wrapped by hand under its number: a table would pad every line with spaces to the widest
-        lines = textwrap.wrap(str(choice), max(20, out.width - 6)) or [""]
-        out.print(Text.assemble((f"  {k}) ", "cyan"), text(lines[0], one_line=True)))
-        for more in lines[1:]:
-            out.print(Text.assemble("     ", text(more, one_line=True)))
+        lead = f"line {q['line']}  "
+        for k, part in enumerate(wrap_code(code, max(20, min(out.width, 80) - len(lead)))):
+            out.print(Text.assemble((lead if k == 0 else " " * len(lead), "cyan"), text(part, "bold", one_line=True)))
+    out.print(text(phrases(q["prompt"], min(out.width, 80)), "bold"), soft_wrap=True)
+    choices(out, q.get("choices") or ())
+
+
+def choices(out: Console, items) -> None:
+    """Numbered choices, each wrapped by the one rule under its own text (a hanging indent), at most 80 columns."""
+    for k, choice in enumerate(items, 1):
+        out.print(hanging(f"  {k}) ", str(choice), min(out.width, 80), "cyan"), soft_wrap=True)
+
+
+def wrap_code(code: str, width: int) -> list[str]:
+    """A line of code in pieces of at most `width`, broken only at spaces, outside brackets where it can be
+    (`x = a.view(B, T, H, d)` breaks before `a.view(...)`, never inside `(B, T,`), each piece whole."""
+    pieces, rest = [], code
+    while len(rest) > width:
+        depth, best = 0, None  # best: (depth, -position) of the space to break at, shallowest then rightmost
+        for i, ch in enumerate(rest[:width + 1]):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if ch == " " and i > 0 and (best is None or (depth, -i) < best):
+                best = (depth, -i)
+        if best is None:  # one unbreakable token: keep it whole
+            cut = rest.find(" ", width)
+            if cut < 0:
+                break
+        else:
+            cut = -best[1]
+        pieces.append(rest[:cut].rstrip())
+        rest = rest[cut:].lstrip()
+    return pieces + [rest]
 
 
 def ask(q: dict) -> str:
     """The prompt the answer is typed after."""
-    return f"answer (1-{len(q['choices'])}): " if q.get("choices") else f"answer ({SHAPE_HELP}): "
+    return f"answer (1-{len(q['choices'])}, then Enter): " if q.get("choices") else f"answer ({SHAPE_HELP}): "
 
 
 def answered(out: Console, q: dict, given: str | None, right: bool) -> None:
@@ -52,7 +76,7 @@ def answered(out: Console, q: dict, given: str | None, right: bool) -> None:
     else:
         said = "no answer" if given is None or not given.strip() else f"you said {given.strip()}"
         out.print(Text.assemble(("✗ not quite", "bold red"), text(f" ({said}): the answer is {explain.truth(q)}")))
-    out.print(Text.assemble(("why: ", "dim"), text(q.get("explain") or "")))
+    out.print(hanging("why: ", q.get("explain") or "", min(out.width, 80), "dim"), soft_wrap=True)
 
 
 def tally(out: Console, questions: list[dict], answers: list) -> None:

@@ -13,7 +13,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from attn_drill.render import report as render
+from attn_drill.render import explain as render_explain, report as render
 from attn_drill.render.listing import duration
 from attn_drill.practice.mock import HINT_COST
 from attn_drill.render.report import say, text
@@ -190,10 +190,9 @@ class MockScreen:
         out = self.out
         out.print()
         say(out, (f"Follow-up {i}/{n}", "bold cyan"), f"  ({', '.join(q.concepts)})")
-        say(out, (q.question, "bold"))
-        for k, choice in enumerate(q.choices, 1):
-            out.print(Text.assemble((f"  {k}) ", "cyan"), choice))
-        self.out.file.write(f"answer (1-{len(q.choices)}): ")
+        out.print(render.text(render.phrases(q.question, min(out.width, 80)), "bold"), soft_wrap=True)
+        render_explain.choices(out, q.choices)
+        self.out.file.write(f"answer (1-{len(q.choices)}, then Enter): ")
         self.out.file.flush()
 
     def tracing(self) -> None:
@@ -215,11 +214,13 @@ class MockScreen:
         self.out.file.flush()
 
     def explain_answer_given(self, q: dict, given: str | None, scripted: bool) -> None:
-        """Echo the answer after the prompt: a typed shape has echoed itself already."""
+        """Echo the answer after the prompt: a typed one has echoed itself already."""
+        self.answer_given(given, scripted)
+
+    def answer_given(self, given, scripted: bool) -> None:
+        """Echo a scripted answer after the prompt (a typed one has echoed itself, Enter included)."""
         if scripted:
-            self.out.file.write(f"{given or '-'} (from --answers)\n")
-        elif q.get("choices") or given is None:
-            self.out.file.write(f"{given or '-'}\n")
+            self.out.file.write(f"{'-' if given is None else given} (from --answers)\n")
         self.out.file.flush()
 
     def explain_answered(self, q: dict, given: str | None) -> None:
@@ -228,9 +229,6 @@ class MockScreen:
 
         render_explain.answered(self.out, q, given, explain.is_right(q, given))
 
-    def answer_given(self, choice: int | None, scripted: bool) -> None:
-        """Echo the answer after the prompt (keys are read without echo)."""
-        self.out.file.write(f"{'-' if choice is None else choice}{' (from --answers)' if scripted else ''}\n")
 
     def answered(self, q: "Question", choice: int | None) -> None:
         if q.is_right(choice):
@@ -239,7 +237,7 @@ class MockScreen:
             given = "no answer" if choice is None else f"you said {choice}"
             say(self.out, ("✗ not quite", "bold red"),
                 f" ({given}): the answer is {q.answer}) {q.choices[q.answer - 1]}")
-        self.out.print(Text.assemble(("why: ", "dim"), q.explanation))
+        self.out.print(render.hanging("why: ", q.explanation, min(self.out.width, 80), "dim"), soft_wrap=True)
 
     def scorecard(self, card: dict, ex: "Exercise") -> None:
         out = self.out

@@ -123,23 +123,38 @@ def _stages_table(rep: Report, width: int = 80) -> Table:
 
 
 NBSP = "\u00a0"
-# A phrase that must stay on one line: a tuple with its short name, "mask (2, 1, 5, 6)", a bracketed place,
-# "(batch 0, head 1, ...)"; a run of sizes, "B=2 H=3 Tq=5".
-_PHRASE = re.compile(r"(?:\b\w{1,5} )?\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+")
+# An operand of a formula: a name or number, maybe called or indexed once: d_model, q.size(-1), m[..., None]
+_OPERAND = r"-?[\w.]+(?:\([^()\n]{0,30}\))?(?:\[[^\[\]\n]{0,20}\])?"
+# A phrase that must stay on one line (the one wrapping rule of every screen): a code span in backticks; a tuple
+# with its short name, "mask (2, 1, 5, 6)", or a bracketed place, "(batch 0, head 1, ...)"; a run of sizes,
+# "B=2 H=3 Tq=5"; a formula, "B == H", "d = d_model // num_heads", "l * exp(m_old - m_new)", "H x d".
+_PHRASE = re.compile(
+    r"`[^`\n]{1,60}`"
+    r"|(?:\b\w{1,5} )?\([^()\n]{0,40}\)|\[[^\[\]\n]{0,40}\]|\w+=\S+(?: \w+=\S+)+"
+    rf"|{_OPERAND}(?: (?:==|!=|<=|>=|//|\*\*|[=<>*/+@x-]) {_OPERAND})+")
 
 
-def phrases(value: str, width: int) -> str:
+def phrases(value: str, width: int, hang: str = "") -> str:
     """`value` wrapped between words to `width`, never inside a phrase (_PHRASE): rich would wrap at any
-    space. Its own line breaks and their indents are kept."""
+    space. Its own line breaks and their indents are kept; `hang` indents a wrapped line's continuation more."""
     import textwrap
 
-    glued = _PHRASE.sub(lambda m: m.group().replace(" ", NBSP), str(value))
+    glued = _PHRASE.sub(lambda m: m.group().replace(" ", NBSP) if len(m.group()) <= 50 else m.group(), str(value))
     lines = []
     for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
         lead = line[:len(line) - len(line.lstrip(" "))]
-        lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead,
+        lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead + hang,
                                    break_long_words=False, break_on_hyphens=False) or line)
     return "\n".join(lines).replace(NBSP, " ")
+
+
+def hanging(label: str, body: str, width: int = 80, label_style: str = "", body_style: str = "") -> Text:
+    """`label`, then `body` wrapped by the one rule (phrases) in the width left, its continuation lines under
+    the body's first character: a hint after "hint 1/3", a choice after "2)", a reason after "why:"."""
+    lines = phrases(body, max(20, width - len(label))).split("\n")
+    pad = " " * len(label)
+    return Text.assemble((label, label_style), text("\n".join([lines[0]] + [pad + line for line in lines[1:]]),
+                                                    body_style))
 
 
 def _source_line(file: str, line: int | None) -> str:
@@ -248,19 +263,13 @@ def picture(pic: dict):
 def task(ex: "Exercise", width: int = 80) -> Text:
     """The task as written in the catalogue, each line wrapped between words to `width`, its continuation
     indented under the line's own indent (print it with soft_wrap=True: it is wrapped already)."""
-    import textwrap
-
-    lines = []
-    for line in ex.task.splitlines():
-        lead = line[:len(line) - len(line.lstrip())]
-        lines.append(textwrap.fill(line, width, subsequent_indent=lead + "  ", break_long_words=False,
-                                   break_on_hyphens=False) if line.strip() else line)
+    lines = [phrases(line, width, hang="  ") if line.strip() else line for line in ex.task.splitlines()]
     target = f"target: {ex.minutes} min, {ex.difficulty}"
     apart = "   " if len(f"{ex.id}  {ex.title}   {target}") <= width else "\n"
     return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"), f"{apart}{target}\n\n", "\n".join(lines))
 
 
-def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None) -> Group:
+def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None, width: int = 80) -> Group:
     """Hints 1..shown; `fresh` (1-based) is the one this call revealed. `mistake` (hints.Shown): the hints of the
     mistake the last check named, seen so far, shown first."""
     lines = []
@@ -269,10 +278,10 @@ def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None) -> Group:
         for i, h in enumerate(mistake.mistake, 1):
             style = "bold" if i == new else ("" if mistake.fresh is None else "dim")
             label = f"{mistake.slug} {i}/{mistake.mistake_total}  "
-            lines.append(Text.assemble((label, "magenta"), (h, style)))
+            lines.append(hanging(label, h, width, "magenta", style))
     for i, h in enumerate(ex.hints[:shown], 1):
         style = "bold" if i == fresh else ("" if fresh is None else "dim")
-        lines.append(Text.assemble((f"hint {i}/{len(ex.hints)}  ", "cyan"), (h, style)))
+        lines.append(hanging(f"hint {i}/{len(ex.hints)}  ", h, width, "cyan", style))
     return Group(*lines)
 
 
@@ -285,7 +294,28 @@ def solution(ex: "Exercise") -> object:
 
 # -- messages --------------------------------------------------------------------------------------
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, emoji=False)
+    """The console every screen draws on: no line ends in spaces (rich pads table cells to the width)."""
+    import sys
+
+    return Console(file=_NoTrailingSpaces(sys.stderr if stderr else sys.stdout), stderr=stderr, highlight=False,
+                   emoji=False)
+
+
+class _NoTrailingSpaces:
+    """A text stream whose lines lose their trailing spaces (before any closing colour code) on the way out;
+    a write without a newline (a prompt) goes out as it is."""
+
+    _END = re.compile(r" +((?:\x1b\[[0-9;]*m)*)\n")
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, data: str) -> int:
+        self._stream.write(self._END.sub(r"\1\n", data))
+        return len(data)
+
+    def __getattr__(self, name):  # isatty, fileno, flush, encoding...: the stream's own
+        return getattr(self._stream, name)
 
 
 def say(out: Console, *parts) -> None:

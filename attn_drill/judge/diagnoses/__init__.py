@@ -41,7 +41,7 @@ def diagnose(check) -> list[Finding]:
     out = []
     for _, exercises, fn in REGISTRY:
         if exercises is None or check.spec.id in exercises:
-            found = fn(check)
+            found = contained(fn, check, out)
             if isinstance(found, list):  # two mistakes at once: both findings
                 out += found
             elif found:
@@ -50,10 +50,10 @@ def diagnose(check) -> list[Finding]:
 
     causes = [f for f in out if f.level == "error" and f.slug not in SYMPTOMS and f.score >= 0.9]
     if not causes:  # no single mistake explains it: two at once?
-        causes = pairs.pair(check)
+        causes = contained(pairs.pair, check, out) or []
         out += causes
     elif check.spec.id in pairs.LAYERS:  # a mistake found inside a sub-layer may not be the layer's only one
-        out += pairs.second(check, max(causes, key=lambda f: f.score))
+        out += contained(pairs.second, check, out, max(causes, key=lambda f: f.score)) or []
     symptoms = [f for f in out if f.slug in SYMPTOMS]
     if causes and symptoms:
         cause = max(causes, key=lambda f: f.score)
@@ -63,8 +63,22 @@ def diagnose(check) -> list[Finding]:
             cause.evidence += f"; the same mistake is why {said}: {f.evidence}"
         cause.score = max(cause.score, 1.0)
     if not any(f.level == "error" and f.score >= 0.5 for f in out):
-        out.append(values_mismatch(check))
+        out.append(values_mismatch(check, out))
     return out
+
+
+def contained(fn, check, out: list, *args):
+    """fn(check, *args), or None when it raises: a diagnosis that fails is our bug, not the user's mistake, and
+    must not sink the verdict the others reach. It leaves an internal-error note (a warning) beside them."""
+    try:
+        return fn(check, *args)
+    except Exception as e:  # noqa: BLE001 - any bug of ours; the user's own exceptions were caught when their code ran
+        from attn_drill.judge import load
+
+        name = getattr(fn, "__name__", "a diagnosis")
+        out.append(findings.make("internal-error", f"the diagnosis {name} failed: {load.describe(e)}",
+                                 level=findings.WARNING, score=0.0))
+        return None
 
 
 # --- variants: a known mistake that reproduces the user's outputs -----------------------------
@@ -73,11 +87,17 @@ MATCH = 1e-4  # relative L2 distance under which two outputs are the same comput
 
 
 def match(check, knobs, every: bool = False) -> tuple[int, int, float, object]:
-    """(cases matched, cases that tell it from the reference, worst distance, first telling case).
+    """match_numbers without its last count."""
+    return match_numbers(check, knobs, every)[:4]
+
+
+def match_numbers(check, knobs, every: bool = False) -> tuple[int, int, float, object, int]:
+    """(cases matched, cases that tell it from the reference, worst distance among the matched cases, first
+    telling case: one that ran when there is one, cases matched with numbers: both ran and agree).
 
     Stops at the second case the variant does not reproduce: it can no longer explain all cases but one, and
     the counts are then partial (every=True counts every case, for evidence that reports them anyway)."""
-    matched, telling, worst, example = 0, 0, 0.0, None
+    matched, telling, worst, example, numbers = 0, 0, 0.0, None, 0
     for i, (o, ref) in enumerate(zip(check.outcomes, check.refs)):
         try:
             var = check.spec.variant(o.case, knobs)
@@ -93,12 +113,13 @@ def match(check, knobs, every: bool = False) -> tuple[int, int, float, object]:
         telling += differs
         if same:
             matched += 1
+            numbers += o.outputs is not None
+            worst = max(worst, dist)  # of what it reproduces: the case it does not is not its evidence
             if differs and (example is None or example.outputs is None and o.outputs is not None):
                 example = o  # prefer a case that ran: it can be pictured
-        worst = max(worst, dist)
         if not every and i + 1 - matched > 1:
             break
-    return matched, telling, worst, example
+    return matched, telling, worst, example, numbers
 
 
 def empty_rows_as_zeros(outputs: tuple, var: tuple) -> tuple:
@@ -115,9 +136,11 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
     """The finding when the variant reproduces all cases, or all but one; `extra(example outcome)` may add an
     evidence tail read off the case the evidence names."""
     n = len(check.outcomes)
-    matched, telling, worst, example = match(check, knobs)
+    matched, telling, worst, example, numbers = match_numbers(check, knobs)
     if telling == 0 or matched < n - 1 or example is None:  # all cases, or all but one (a second mistake)
         return None
+    if numbers == 0 and any(o.outputs is not None for o in check.outcomes):
+        return None  # it raises where your code raises, but not one number your code gave is reproduced
     exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
     evidence = f"{how}: that reproduces your outputs {exact} on {matched} of {n} cases, e.g. {example.case.label}"
     tail = extra(example) if extra else None
@@ -225,11 +248,13 @@ def shape_cause(check, symptom: Finding) -> Finding | None:
     return own(check, symptom) if own else None
 
 
-def values_mismatch(check) -> Finding:
+def values_mismatch(check, out: list) -> Finding:
+    """No known mistake explains the outputs: where they first depart, when the localiser can say (an account
+    that fails leaves a note in `out` and the finding without it)."""
     o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
               and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
-    gone = departure(check)
-    where_ = "" if gone else locate(check)  # the layer hooks' account, when the steps cannot say
+    gone = contained(departure, check, out)
+    where_ = "" if gone else contained(locate, check, out) or ""  # the hooks' account
     extra = f"; {gone.said()}" if gone else ""
     extra += f"; {where_}" if where_ else ""
     if gone:

@@ -346,9 +346,12 @@ class ModuleSpec(Spec):
         for name, (n_out, n_in) in self.layer_shapes(case.config).items():
             sub = getattr(module, name, None)
             if not isinstance(sub, nn.Module) or not isinstance(getattr(sub, "weight", None), torch.Tensor):
-                return findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies "
-                                     f"the reference's weights in by these names)", score=1.0, name=f"self.{name}",
-                                     where=f"in __init__, as {self.layer_text(name)}")
+                from attn_drill.judge.specs import layouts
+
+                missing = findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker "
+                                        f"copies the reference's weights in by these names)", score=1.0,
+                                        name=f"self.{name}", where=f"in __init__, as {self.layer_text(name)}")
+                return layouts.rename(module, tuple(self.layer_shapes(case.config)), missing)
             shape = tuple(sub.weight.shape)
             has_bias = getattr(sub, "bias", None) is not None
             if shape != (n_out, n_in) or has_bias != bias:

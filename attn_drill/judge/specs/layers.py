@@ -77,6 +77,19 @@ class LayerSpec(ModuleSpec):
                    "an nn.Linear(d_model, d_model)"
         return {"ff1": "nn.Linear(d_model, d_ff)", "ff2": "nn.Linear(d_ff, d_model)"}.get(name, "nn.LayerNorm(d_model)")
 
+    def _tutorial(self, module, name: str, missing):
+        """An attention sub-layer laid out as a tutorial lays it out (self_attn.linears[0]...): say what to rename."""
+        from attn_drill.judge.specs import layouts
+
+        if "." not in name:
+            return missing
+        attn = name.split(".")[0]
+        try:
+            sub = module.get_submodule(attn)
+        except AttributeError:
+            return missing
+        return layouts.rename(sub, ATTN, missing, owner=f"self.{attn}")
+
     def check_module(self, module, case):
         D = case.config["d_model"]
         for name, (n_out, n_in) in self.layer_shapes(case.config).items():
@@ -95,9 +108,10 @@ class LayerSpec(ModuleSpec):
         except AttributeError:
             sub = None
         if not isinstance(getattr(sub, "weight", None), torch.Tensor):
-            return findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies "
-                                 "the reference's weights in by these names)", score=1.0, name=f"self.{name}",
-                                 where=f"in __init__, as {self.layer_text(name)}")
+            missing = findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies "
+                                    "the reference's weights in by these names)", score=1.0, name=f"self.{name}",
+                                    where=f"in __init__, as {self.layer_text(name)}")
+            return self._tutorial(module, name, missing)
         b = getattr(sub, "bias", None)
         if tuple(sub.weight.shape) != weight or not isinstance(b, torch.Tensor) or tuple(b.shape) != bias:
             got = f"weight {tuple(sub.weight.shape)}, bias {None if b is None else tuple(b.shape)}"
