@@ -139,3 +139,15 @@ def held_lock(home):
         proc.kill()
         proc.wait()
         proc.stdout.close()
+
+
+def reference(name: str):
+    """The model answer reference/<name>.py, loaded as a fresh module: the one loader every test uses."""
+    import importlib.util
+
+    from attn_drill import paths
+
+    spec = importlib.util.spec_from_file_location(f"ref_{name}", paths.REFERENCE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

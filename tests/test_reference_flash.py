@@ -1,24 +1,16 @@
 """The flash model answer equals plain attention (reference/sdpa.py, an explicit softmax, PyTorch's SDPA),
 causal and not, Tq != Tk both ways, block sizes that do and do not divide T; and it never builds the score matrix."""
 
-import importlib.util
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_drill import paths
+from conftest import reference
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"ref_{name}", paths.REFERENCE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-flash = load("flash").flash_attention
+flash = reference("flash").flash_attention
 
 
 def bottom_right(Tq, Tk):
@@ -48,7 +40,7 @@ SHAPES = [(2, 3, 37, 53, 8), (1, 2, 53, 37, 4), (2, 2, 40, 40, 16), (1, 1, 1, 29
 def test_matches_attention_without_mask(B, H, Tq, Tk, d, block):
     q, k, v = qkv(B, H, Tq, Tk, d)
     out = flash(q, k, v, block_size=block)
-    torch.testing.assert_close(out, load("sdpa").scaled_dot_product_attention(q, k, v)[0])
+    torch.testing.assert_close(out, reference("sdpa").scaled_dot_product_attention(q, k, v)[0])
     torch.testing.assert_close(out, explicit(q, k, v))
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))
 
@@ -59,7 +51,7 @@ def test_matches_bottom_right_causal_attention(B, H, Tq, Tk, d, block):
     q, k, v = qkv(B, H, Tq, Tk, d, seed=1)
     mask = bottom_right(Tq, Tk)
     out = flash(q, k, v, causal=True, block_size=block)
-    torch.testing.assert_close(out, load("sdpa").scaled_dot_product_attention(q, k, v, mask)[0])
+    torch.testing.assert_close(out, reference("sdpa").scaled_dot_product_attention(q, k, v, mask)[0])
     torch.testing.assert_close(out, explicit(q, k, v, mask))
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     if Tq != Tk:  # SDPA's is_causal is top-left aligned: a different answer, the trap this exercise names

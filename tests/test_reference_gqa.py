@@ -1,31 +1,22 @@
 """The gqa model answer against the mha model answer with key/value weights repeated by the h // (H // Hkv)
 mapping, and against F.scaled_dot_product_attention(..., enable_gqa=True); the checker's variants against it."""
 
-import importlib.util
-
 import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_drill import paths
-from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.compare import closeness
+from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs import SPECS
+from conftest import reference
 
 SHAPES = [(2, 6, 2, 5, 4, False), (2, 4, 2, 6, 5, True), (2, 4, 1, 5, 6, False), (3, 3, 3, 4, 4, True),
           (1, 8, 4, 7, 2, False)]  # B, H, Hkv, T, d, bias: groups of 3 and 2, MQA, plain MHA
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(f"ref_{name}", paths.REFERENCE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def gqa(D, H, Hkv, bias):
     torch.manual_seed(0)
-    module = load("gqa").GroupedQueryAttention(D, H, Hkv, bias=bias).double().eval()
+    module = reference("gqa").GroupedQueryAttention(D, H, Hkv, bias=bias).double().eval()
     if bias:  # nn.Linear's default biases are small: make them matter
         with torch.no_grad():
             for layer in (module.W_q, module.W_k, module.W_v, module.W_o):
@@ -44,7 +35,7 @@ def keep_mask(B, T, full=True):
 def test_matches_mha_with_kv_weights_repeated(B, H, Hkv, T, d, bias, full):
     D = H * d
     mine = gqa(D, H, Hkv, bias)
-    mha = load("mha").MultiHeadAttention(D, H, bias=bias).double().eval()
+    mha = reference("mha").MultiHeadAttention(D, H, bias=bias).double().eval()
     # kv head j's rows [j*d, (j+1)*d) serve query heads j*g .. j*g + g-1: repeat each block of d rows g times
     kv_heads = torch.arange(H) // (H // Hkv)  # query head h -> kv head h // g
     rows = (kv_heads[:, None] * d + torch.arange(d)).flatten()
@@ -87,14 +78,6 @@ def test_empty_row_gives_zeros_not_nan():
     out, weights = mine(x, mask)
     assert bool(torch.isfinite(out).all())
     assert bool((weights[:, :, 1] == 0).all())
-
-
-def test_variants_with_default_knobs_are_the_reference():
-    spec = SPECS["gqa"]
-    for case in spec.cases(torch.Generator().manual_seed(3)):
-        ref = spec.reference(case)[0]
-        var = spec.variant(case, variants.RIGHT)
-        assert all(closeness(a, b) < 1e-12 for a, b in zip(ref, var)), case.label
 
 
 @pytest.mark.parametrize("knobs", [variants.Knobs(scale=1.0), variants.Knobs(softmax_dim=-2),

@@ -1,22 +1,14 @@
 """The masks model answer agrees with explicit Python loops over (b, i, j), and the checker's cases and
 variants tell every known mistake apart."""
 
-import importlib.util
 import itertools
 
 import pytest
 import torch
 
-from attn_drill import paths
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.masks import RIGHT, MaskKnobs
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("ref_masks", paths.REFERENCE / "masks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from conftest import reference
 
 
 def loop_causal(tq, tk):
@@ -32,18 +24,18 @@ def loop_attention(lengths, t, causal):
 
 @pytest.mark.parametrize("tq,tk", [(5, None), (1, 1), (4, 7), (6, 3), (1, 6), (3, 3)])
 def test_causal_mask_matches_loops(tq, tk):
-    got = load().causal_mask(tq, tk)
+    got = reference("masks").causal_mask(tq, tk)
     assert got.dtype == torch.bool
     assert torch.equal(got, loop_causal(tq, tq if tk is None else tk))
 
 
 def test_causal_mask_on_device():
-    assert load().causal_mask(3, 5, device="meta").device.type == "meta"
+    assert reference("masks").causal_mask(3, 5, device="meta").device.type == "meta"
 
 
 @pytest.mark.parametrize("lengths,t", [([3, 6, 1], 6), ([4, 2], 5), ([1], 1), ([5, 5, 5, 2], 5)])
 def test_padding_mask_matches_loops(lengths, t):
-    got = load().padding_mask(torch.tensor(lengths), t)
+    got = reference("masks").padding_mask(torch.tensor(lengths), t)
     want = torch.tensor([[j < n for j in range(t)] for n in lengths], dtype=torch.bool)
     assert got.dtype == torch.bool and torch.equal(got, want)
 
@@ -51,15 +43,15 @@ def test_padding_mask_matches_loops(lengths, t):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("lengths,t", [([3, 6, 1], 6), ([4, 2], 5), ([1], 1)])
 def test_attention_mask_matches_loops(lengths, t, causal):
-    got = load().attention_mask(torch.tensor(lengths), t, causal=causal)
+    got = reference("masks").attention_mask(torch.tensor(lengths), t, causal=causal)
     assert got.dtype == torch.bool and got.shape == (len(lengths), 1, t, t)
     assert torch.equal(got, loop_attention(lengths, t, causal))
 
 
 def test_results_follow_lengths_device():
     lengths = torch.tensor([2, 3], device="meta")
-    assert load().padding_mask(lengths, 4).device.type == "meta"
-    assert load().attention_mask(lengths, 4, causal=True).device.type == "meta"
+    assert reference("masks").padding_mask(lengths, 4).device.type == "meta"
+    assert reference("masks").attention_mask(lengths, 4, causal=True).device.type == "meta"
 
 
 def test_variants_with_default_knobs_are_the_reference():

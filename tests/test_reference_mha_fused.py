@@ -67,14 +67,6 @@ def test_no_mask_matches_and_rows_sum_to_one():
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 6, dtype=torch.float64))
 
 
-def test_variants_with_default_knobs_are_the_reference():
-    spec = SPECS["mha-fused"]
-    for case in spec.cases(torch.Generator().manual_seed(3)):
-        ref = spec.reference(case)[0]
-        var = spec.variant(case, variants.RIGHT)
-        assert all(closeness(a, b) < 1e-12 for a, b in zip(ref, var)), case.label
-
-
 @pytest.mark.parametrize("knobs", [variants.Knobs(scale=1.0), variants.Knobs(softmax_dim=-2),
                                    variants.Knobs(mask="inverted"), variants.Knobs(mask="ignored"),
                                    variants.Knobs(mask="after_softmax"), variants.Knobs(head_axis=False),

@@ -1,32 +1,24 @@
 """The softmax model answer agrees with torch.softmax, and the checker's cases tell the known mistakes apart."""
 
-import importlib.util
 
 import pytest
 import torch
 
-from attn_drill import paths
 from attn_drill.judge.diagnoses.softmax import _flavours, normalised_axis
 from attn_drill.judge.specs import SPECS
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("ref_softmax", paths.REFERENCE / "softmax.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.softmax
+from conftest import reference
 
 
 @pytest.mark.parametrize("shape,dim", [((7,), 0), ((4, 6), 0), ((4, 6), -1), ((2, 5, 4), 1), ((2, 3, 4, 5), 2),
                                        ((2, 3, 4, 5), -3)])
 def test_matches_torch_softmax(shape, dim):
     x = 3 * torch.randn(shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    torch.testing.assert_close(load()(x, dim), torch.softmax(x, dim))
+    torch.testing.assert_close(reference("softmax").softmax(x, dim), torch.softmax(x, dim))
 
 
 def test_default_dim_is_the_last():
     x = torch.randn(3, 4, 5, dtype=torch.float64)
-    torch.testing.assert_close(load()(x), torch.softmax(x, -1))
+    torch.testing.assert_close(reference("softmax").softmax(x), torch.softmax(x, -1))
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -35,7 +27,7 @@ def test_magnitudes_of_1e4(dtype):
     x = (torch.tensor([[1e4], [-1e4], [0.0], [5e3]], dtype=torch.float64) + torch.randn(4, 6, generator=g,
          dtype=torch.float64)).to(dtype)
     x[3] = 1e4 * torch.randn(6, generator=g, dtype=torch.float64).to(dtype)  # one row spread over ±1e4
-    got = load()(x, -1)
+    got = reference("softmax").softmax(x, -1)
     assert bool(torch.isfinite(got).all())
     torch.testing.assert_close(got, torch.softmax(x, -1))
     naive = x.exp() / x.exp().sum(-1, keepdim=True)
@@ -45,7 +37,7 @@ def test_magnitudes_of_1e4(dtype):
 def test_neg_inf_entries_get_exactly_zero():
     x = torch.randn(3, 5, dtype=torch.float64)
     x[0, 1] = x[2, 0] = x[2, 4] = float("-inf")
-    got = load()(x, -1)
+    got = reference("softmax").softmax(x, -1)
     torch.testing.assert_close(got, torch.softmax(x, -1))
     assert got[0, 1] == 0 and got[2, 0] == 0 and got[2, 4] == 0
 
@@ -53,7 +45,7 @@ def test_neg_inf_entries_get_exactly_zero():
 def test_all_neg_inf_slice_is_nan_like_torch():
     x = torch.full((2, 3), float("-inf"), dtype=torch.float64)
     x[1] = torch.randn(3, dtype=torch.float64)
-    got, want = load()(x, -1), torch.softmax(x, -1)
+    got, want = reference("softmax").softmax(x, -1), torch.softmax(x, -1)
     assert bool(torch.isnan(got[0]).all()) and bool(torch.isnan(want[0]).all())
     torch.testing.assert_close(got[1], want[1])
 
@@ -61,7 +53,7 @@ def test_all_neg_inf_slice_is_nan_like_torch():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_keeps_dtype(dtype):
     x = torch.randn(3, 8).to(dtype)
-    got = load()(x, -1)
+    got = reference("softmax").softmax(x, -1)
     assert got.dtype == dtype
     torch.testing.assert_close(got.double(), torch.softmax(x.double(), -1), atol=2e-2, rtol=2e-2)
 

@@ -67,15 +67,6 @@ def test_mha_matches_nn_multihead_attention(B, H, Tq, Tk, d, bias):
 
 
 @pytest.mark.parametrize("exercise", ["sdpa", "mha"])
-def test_variants_with_default_knobs_are_the_reference(exercise):
-    spec = SPECS[exercise]
-    for case in spec.cases(torch.Generator().manual_seed(3)):
-        ref = spec.reference(case)[0]
-        var = spec.variant(case, variants.RIGHT)
-        assert all(closeness(a, b) < 1e-12 for a, b in zip(ref, var)), case.label
-
-
-@pytest.mark.parametrize("exercise", ["sdpa", "mha"])
 def test_every_knob_changes_the_outputs(exercise):
     """A variant that equals the reference on every case could never be told apart: the cases must separate them."""
     spec = SPECS[exercise]
