@@ -39,6 +39,8 @@ STEP_FIX: dict[str, str] = {
                   "which layer and which input each line uses.",
     "head split": "Split heads as view(B, T, H, d).transpose(1, 2): head h owns features [h*d, (h+1)*d) of every "
                   "token.",
+    "kv repeat": "Repeat each kv head for its group of query heads, keys and values alike: "
+                 "k.repeat_interleave(H // Hkv, dim=1), so query head h reads kv head h // (H // Hkv).",
     "scores": "Scores are q @ k.transpose(-2, -1): every query against every key, per head, (.., Tq, Tk).",
     "scale": "Divide the scores (not the weights, not the output) by math.sqrt(d), d the last dim of q and k.",
     "mask": "Hide a key with -inf in the scores where the mask is False, before the softmax: "

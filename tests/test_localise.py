@@ -29,6 +29,10 @@ CASES = [
     # the row max of 0-filled scores often equals the reference's: a max never vouches for the step it reads
     ("flash", "flash.py", 's = s.masked_fill(future, float("-inf"))', "s = s * (~future)",
      "at the mask", "keeps finite values (0) where the reference has -inf"),
+    # said with the user's own variable, never the model answer's (`y`): here the user calls it `merged`
+    ("mha", "mha.py", "y = y.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, H, d) -> (B, Tq, D)",
+     "merged = y.flip(1).transpose(1, 2).reshape(B, Tq, D)\n        y = merged",
+     "at the merge of the heads (`merged`)", "the right numbers in another arrangement"),
     ("rope", "rope.py", "theta = positions.to(angle_dtype)[..., None] * inv_freq",
      "theta = (positions + 1).to(angle_dtype)[..., None] * inv_freq", "at the angles", ""),
 ]

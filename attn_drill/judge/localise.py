@@ -33,6 +33,7 @@ SCALING = {"__truediv__", "div", "__mul__", "mul", "__rmul__", "true_divide", "d
            "__imul__"}
 MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "add", "__iadd__"}
 SOFTMAX = {"softmax", "_softmax", "exp", "log_softmax"}
+REPEAT = {"repeat_interleave", "repeat"}
 LINEAR = {"linear", "addmm"}
 # kinds read off the call itself, which a spec's step_names never rename
 STRUCTURE = {"projection", "output projection", "scores", "weighted sum", "head split", "merge"}
@@ -142,6 +143,8 @@ def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool) -> str:
         return "weighted sum" if seen_softmax else "scores"
     if n in SOFTMAX:
         return "softmax"
+    if n in REPEAT and not seen_softmax and not op.boolean:  # GQA: each kv head repeated for its query heads
+        return "kv repeat"
     if n in LAYOUT:
         return "merge" if seen_product else ("head split" if not seen_softmax else "step")
     if n in SCALING and not seen_softmax and not masked:
@@ -154,7 +157,8 @@ def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool) -> str:
 def _said(kind: str, var: str) -> str:
     what = {"projection": "the projection", "output projection": "the output projection", "scores": "the scores",
             "weighted sum": "the weighted sum of the values", "softmax": "the softmax", "scale": "the scale",
-            "mask": "the mask", "head split": "the head split", "merge": "the merge of the heads"}.get(kind)
+            "mask": "the mask", "head split": "the head split", "merge": "the merge of the heads",
+            "kv repeat": "the repeat of the kv heads"}.get(kind)
     if what is None:
         what = f"the {kind}" if kind != "step" else "the step"
     if var == "return":
@@ -406,4 +410,11 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     label_steps(ref, source, getattr(spec, "step_names", None))
     keep = Recorder()
     calls.run(spec, target, case, path, record=keep)
-    return departure(ref, keep.ops, bool_steps=not spec.differentiable)
+    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable)
+    if gone is not None:  # said in the user's words: the variable their line assigns, never the model answer's
+        try:
+            yours = assigned(path.read_text(encoding="utf-8")).get(gone.line, "") if gone.line else ""
+        except (OSError, SyntaxError, ValueError):
+            yours = ""
+        gone.step = _said(gone.kind, yours)
+    return gone

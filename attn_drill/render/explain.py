@@ -75,7 +75,8 @@ def answered(out: Console, q: dict, given: str | None, right: bool) -> None:
         out.print(Text("✓ right.", style="bold green"))
     else:
         said = "no answer" if given is None or not given.strip() else f"you said {given.strip()}"
-        out.print(Text.assemble(("✗ not quite", "bold red"), text(f" ({said}): the answer is {explain.truth(q)}")))
+        out.print(hanging("✗ not quite ", f"({said}): the answer is {explain.truth(q)}", min(out.width, 80),
+                          "bold red"), soft_wrap=True)
     out.print(hanging("why: ", q.get("explain") or "", min(out.width, 80), "dim"), soft_wrap=True)
 
 

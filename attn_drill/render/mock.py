@@ -151,8 +151,9 @@ class MockScreen:
             say(self.out, f"No more hints (all {total} used).")
         else:
             which = f"hint for {about} {shown}/{total}  " if about else f"hint {shown}/{total}  "
-            words = [(w + " ", "bold") for w in text.split(" ")]  # bold, and still folded between its words
-            say(self.out, (which, "cyan"), *words, (f" (-{HINT_COST} points)", "dim"))
+            # the one wrapping rule, under the hint's first word; the cost on the last line
+            line = render.hanging(which, f"{text}  (-{HINT_COST} points)", min(self.out.width, 80), "cyan", "bold")
+            self.out.print(line, soft_wrap=True)
 
     def strict_no_hints(self) -> None:
         self._break()
@@ -235,8 +236,9 @@ class MockScreen:
             say(self.out, ("✓ right.", "bold green"))
         else:
             given = "no answer" if choice is None else f"you said {choice}"
-            say(self.out, ("✗ not quite", "bold red"),
-                f" ({given}): the answer is {q.answer}) {q.choices[q.answer - 1]}")
+            self.out.print(render.hanging("✗ not quite ", f"({given}): the answer is {q.answer}) "
+                                          f"{q.choices[q.answer - 1]}", min(self.out.width, 80), "bold red"),
+                           soft_wrap=True)
         self.out.print(render.hanging("why: ", q.explanation, min(self.out.width, 80), "dim"), soft_wrap=True)
 
     def scorecard(self, card: dict, ex: "Exercise") -> None:

@@ -257,12 +257,29 @@ def values_mismatch(check, out: list) -> Finding:
     where_ = "" if gone else contained(locate, check, out) or ""  # the hooks' account
     extra = f"; {gone.said()}" if gone else ""
     extra += f"; {where_}" if where_ else ""
+    named = departure_names(check, gone)
+    if named:
+        return findings.make(named, f"first differing case: {o.case.label}{extra}", line=gone.line, score=0.6)
     if gone:
         fix = findings.STEP_FIX.get(gone.kind, findings.STEP_FIX["step"])
         return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
                              line=gone.line, step=gone.step, fix=fix)
     return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
                          step="a step no check could name", fix=findings.STEP_FIX["step"])
+
+
+# (the kind of step where the computation departs, how it differs there) -> the mistake that is: the right numbers
+# in another arrangement at a step that only arranges them can be no other
+ARRANGED = {"head split": "wrong-head-split", "merge": "wrong-head-merge", "kv repeat": "kv-repeat-order"}
+
+
+def departure_names(check, gone) -> str | None:
+    """The slug the departure itself names, when the exercise can have that mistake; None otherwise."""
+    if gone is None or "the right numbers in another arrangement" not in gone.how:
+        return None
+    slug = ARRANGED.get(gone.kind)
+    mine = {s for slugs, exercises, _ in REGISTRY if exercises is None or check.spec.id in exercises for s in slugs}
+    return slug if slug in mine else None
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "layers",
