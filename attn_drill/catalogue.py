@@ -26,6 +26,7 @@ class Exercise:
     difficulty: str
     minutes: int
     concepts: tuple[str, ...]
+    mistakes: tuple[str, ...]  # the slugs a file of it can be named (the corpus proves each, mutants ask them)
     task: str
     hints: tuple[str, ...]
 
@@ -51,6 +52,7 @@ def exercises() -> dict[str, Exercise]:
             difficulty=e["difficulty"],
             minutes=int(e["minutes"]),
             concepts=tuple(e.get("concepts", ())),
+            mistakes=tuple(e.get("mistakes", ())),
             task=e["task"].strip("\n"),
             hints=tuple(e["hints"]),
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from attn_drill import catalogue
 from attn_drill.process import Job, run_checks
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -109,49 +110,8 @@ def expect_named_first(path: Path) -> None:
         assert not report.passed
 
 
-# The contract's diagnoses for each exercise (the shared EXERCISES.md table), plus this project's own.
-CONTRACT_ALL = {"forbidden-builtin", "wrong-output-shape", "nan-output", "exception", "syntax-error", "missing-name",
-                "wrong-signature", "wrong-return-type", "timeout", "crash", "backward-fails", "dtype-not-preserved",
-                "device-mismatch"}
-GENERIC = CONTRACT_ALL | {"torch-modified", "input-modified"}
-BOOLEAN = CONTRACT_ALL - {"nan-output", "backward-fails", "dtype-not-preserved"} | {"torch-modified"}  # masks
-SCALE = {"missing-scale", "wrong-scale"}
-ATTENTION = SCALE | {"softmax-wrong-dim", "mask-inverted", "mask-ignored", "mask-after-softmax", "mask-fill-overflow",
-                     "nan-on-empty-row"}
-MODULE = ATTENTION | {"mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection"}
-ROPE = {"rope-interleaved", "rope-wrong-frequencies", "rope-wrong-direction", "rope-positions-ignored"}
-CAUSAL = {"causal-diagonal", "causal-misaligned"}
-# the layers: their own mistakes, and every module mistake inside their attention sub-layers
-LAYER = GENERIC | MODULE | {"missing-residual", "norm-placement", "missing-activation"}
-REQUIRED = {
-    "softmax": GENERIC | {"softmax-wrong-dim", "softmax-unstable"},
-    "sdpa": GENERIC | ATTENTION,
-    "masks": BOOLEAN | CAUSAL | {"mask-inverted", "padding-off-by-one", "padding-on-queries"},
-    "mha": GENERIC | MODULE,
-    "mha-fused": GENERIC | MODULE | {"qkv-split-order"},
-    "gqa": GENERIC | MODULE | {"kv-repeat-order"},
-    "rope": GENERIC | ROPE,
-    "kv-cache": GENERIC | SCALE | CAUSAL | ROPE | {"softmax-wrong-dim", "wrong-head-split", "wrong-head-merge",
-                                                   "missing-output-projection", "kv-repeat-order", "cache-wrong-axis",
-                                                   "mask-fill-overflow"},
-    "flash": GENERIC | SCALE | CAUSAL | {"online-softmax-no-rescale", "full-scores-materialized", "nan-on-empty-row"},
-    "self-attention": GENERIC | ATTENTION,  # one head: no head split, merge or W_o to get wrong
-    "mha-dims": GENERIC | MODULE,
-    "relative-position": GENERIC | MODULE | {"relpos-direction", "relpos-no-clip", "relpos-unscaled"},
-    "encoder-layer": LAYER,
-    "decoder-layer": LAYER | {"missing-causal-mask", "causal-diagonal", "cross-attention-swapped", "mask-misrouted"},
-}
-# issue 10's slugs, on every exercise where the mistake can happen (the layers' sub-layers are checked as mha)
-for _exercise in ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position"):
-    REQUIRED[_exercise] |= {"scale-after-softmax", "mask-fill-zero"}
-for _exercise in ("mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position", "kv-cache"):
-    REQUIRED[_exercise] |= {"wrong-projection"}
-for _exercise in ("mha", "mha-fused", "gqa", "mha-dims", "relative-position", "kv-cache"):
-    REQUIRED[_exercise] |= {"projection-before-merge"}
-for _exercise in ("encoder-layer", "decoder-layer"):  # inside an attention sub-layer
-    REQUIRED[_exercise] |= {"scale-after-softmax", "mask-fill-zero", "wrong-projection", "projection-before-merge"}
-REQUIRED["kv-cache"] |= {"scale-after-softmax", "rope-on-values", "mask-fill-zero"}
-REQUIRED["flash"] |= {"scale-after-softmax", "online-softmax-no-normalise", "mask-fill-zero"}
+# What each exercise can get wrong, declared once in the catalogue (`mistakes`): the corpus must prove each one.
+REQUIRED = {ex.id: set(ex.mistakes) for ex in catalogue.exercises().values()}
 
 
 def test_corpus_covers_every_pair():

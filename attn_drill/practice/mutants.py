@@ -448,38 +448,13 @@ FINDERS = (drop_unsqueeze, drop_scale, drop_transpose, change_dim, interleave_to
 
 # -- asking ----------------------------------------------------------------------------------------------
 
-# Mistakes the checker can name per exercise (EXERCISES.md's table), the pool the wrong choices come from.
+# The fallback pool of wrong choices, for an exercise that declares no mistakes
 _ATTENTION = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverted", "mask-ignored",
               "mask-after-softmax", "nan-output", "wrong-output-shape", "exception")
 _MODULE = _ATTENTION + ("mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection",
                        "mask-fill-zero", "scale-after-softmax", "wrong-projection", "projection-before-merge")
-_LAYER = ("missing-residual", "norm-placement", "missing-activation")
-_ROPE = ("rope-interleaved", "rope-wrong-frequencies", "rope-wrong-direction", "rope-positions-ignored")
 # a title with a parameter, as a choice: the parameter's most common value
 CHOICE_PARAMS = {"mask-fill-zero": {"value": "0"}, "missing-residual": {"sublayer": "a sub-layer"}}
-PLAUSIBLE = {
-    "softmax": ("softmax-wrong-dim", "softmax-unstable", "nan-output", "wrong-output-shape", "exception"),
-    "sdpa": _ATTENTION + ("mask-fill-zero", "scale-after-softmax"),
-    "masks": ("mask-inverted", "causal-diagonal", "causal-misaligned", "padding-off-by-one", "padding-on-queries",
-              "wrong-output-shape", "exception"),
-    "mha": _MODULE,
-    "mha-fused": _MODULE + ("qkv-split-order",),
-    "gqa": _MODULE + ("kv-repeat-order",),
-    "rope": _ROPE + ("nan-output", "wrong-output-shape", "exception"),
-    "kv-cache": ("missing-scale", "wrong-scale", "softmax-wrong-dim", "wrong-head-split", "wrong-head-merge",
-                 "missing-output-projection", "kv-repeat-order", "causal-diagonal", "causal-misaligned",
-                 "cache-wrong-axis", "wrong-output-shape", "exception", "rope-on-values", "mask-fill-zero",
-                 "scale-after-softmax", "projection-before-merge", "wrong-projection") + _ROPE,
-    "flash": ("missing-scale", "wrong-scale", "causal-diagonal", "causal-misaligned", "online-softmax-no-rescale",
-              "online-softmax-no-normalise", "mask-fill-zero", "scale-after-softmax", "full-scores-materialized",
-              "nan-output", "wrong-output-shape", "exception"),
-    "self-attention": _ATTENTION + ("mask-fill-zero", "scale-after-softmax", "wrong-projection"),
-    "mha-dims": _MODULE,
-    "relative-position": _MODULE + ("relpos-direction", "relpos-no-clip", "relpos-unscaled"),
-    "encoder-layer": _MODULE + _LAYER,
-    "decoder-layer": _MODULE + _LAYER + ("missing-causal-mask", "causal-diagonal", "cross-attention-swapped",
-                                         "mask-misrouted"),
-}
 # A title alone does not say what happens for these: the contract's words do
 CONSEQUENCE = {
     "mask-head-broadcast": "silently wrong when B == H, an error otherwise",
@@ -489,6 +464,19 @@ CONSEQUENCE = {
 NOT_ASKED = {"values-mismatch", "internal-error", "torch-modified", "checker-reached", "syntax-error", "timeout",
              "crash"}
 GENERIC = {"exception", "wrong-output-shape", "nan-output"}  # symptoms, asked last
+# never a wrong choice: what a one-line change of a passing file does not do (process, API and dtype-stage
+# verdicts, the memory and overflow warnings)
+NOT_A_CHOICE = NOT_ASKED | {"missing-name", "wrong-signature", "wrong-return-type", "input-modified", "backward-fails",
+                            "dtype-not-preserved", "device-mismatch", "forbidden-builtin", "output-reused",
+                            "nan-on-empty-row", "full-scores-materialized", "mask-fill-overflow"}
+
+
+def plausible(exercise: str) -> tuple[str, ...]:
+    """The wrong choices an exercise's questions draw from: the mistakes its catalogue entry declares."""
+    from attn_drill import catalogue
+
+    ex = catalogue.get(exercise)
+    return tuple(s for s in ex.mistakes if s not in NOT_A_CHOICE) if ex and ex.mistakes else _ATTENTION
 
 
 def choice_text(slug: str, title: str) -> str:
@@ -606,7 +594,7 @@ def _question(m: Mutant, report, exercise: str, source: str, verdicts: list[str]
     wrong: list[str] = []
     # other mutants' verdicts first: real consequences of nearby edits, then the exercise's other diagnoses
     pool = list(dict.fromkeys(verdicts))
-    rest = [s for s in PLAUSIBLE.get(exercise, _ATTENTION) if s in findings.WORDING and s not in pool]
+    rest = [s for s in plausible(exercise) if s in findings.WORDING and s not in pool]
     rng.shuffle(rest)
     spare = [s for s in _MODULE if s not in pool + rest]  # never fewer than four choices
     for slug in pool + rest + spare:
