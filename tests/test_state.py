@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from attn_drill import catalogue, say
-from attn_drill.commands import drill as commands
+from attn_drill.practice import record
 from attn_drill.store import history, state
 from attn_drill.report import FAIL, PASS, Finding, Report, Stage
 
@@ -167,7 +167,8 @@ def check(f: Path, passed: bool, seed: int = 0, slug: str = "missing-scale") -> 
     rep = Report("mha", str(f.resolve()), seed, stages=[Stage("values", PASS if passed else FAIL)])
     if not passed:
         rep.findings = [Finding(slug, "error", "title", "message", "evidence", "fix")]
-    return commands._record(MHA, f, rep, "check")
+    done = record.after_check(MHA, f, rep, source="check", attempt=record.practice_attempt(MHA, f, state.load()))
+    return done.solved, done.best
 
 
 def test_a_pass_of_the_started_file_records_the_best_time(tmp_path):
