@@ -31,7 +31,8 @@ def main() -> int:
     named = wrong = ok_pass = ok_total = line_right = lines = 0
     misses = []
     for exercise, rs in by_exercise.items():
-        files = [str(args.manifest.parent / exercise / r["file"]) for r in rs]
+        files = [str(ROOT / r["path"]) if r.get("path") else str(args.manifest.parent / exercise / r["file"])
+                 for r in rs]  # `path`: where the file lives now, from the repo's root
         run = subprocess.run([args.cli, "check", *files, "-e", exercise, "--json", "--no-record", "--seed", args.seed],
                              capture_output=True, text=True, timeout=1800)
         reports = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]

@@ -445,14 +445,15 @@ def main():
     verbose = "-v" in sys.argv
     exs = args or list(CASES)
     bad = 0
+    import csv
+
+    repo = os.path.dirname(os.path.dirname(ROOT))
+    with open(os.path.join(ROOT, "MANIFEST.tsv"), encoding="utf-8") as fh:  # each file where it lives now
+        rows = list(csv.DictReader(fh, delimiter="\t"))
     for ex in exs:
-        d = os.path.join(ROOT, ex)
-        if not os.path.isdir(d):
-            continue
-        for fn in sorted(os.listdir(d)):
-            if not fn.endswith(".py"):
-                continue
-            res = check_file(ex, os.path.join(d, fn), verbose)
+        for row in sorted((r for r in rows if r["exercise"] == ex), key=lambda r: r["file"]):
+            fn = row["file"]
+            res = check_file(ex, os.path.join(repo, row["path"]), verbose)
             counts = {}
             for st, _ in res.values():
                 counts[st] = counts.get(st, 0) + 1
