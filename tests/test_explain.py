@@ -141,7 +141,8 @@ def traced(path: Path, exercise: str, seed: int) -> tuple[dict, list[dict]]:
     trace = judge_explain.run(path, exercise, seed)
     assert "error" not in trace, trace
     source = path.read_text()
-    return trace, explain.from_trace(trace, source, seed) + []
+    questions = explain.from_trace(trace, source, seed)
+    return trace, questions + explain.top_up(questions, exercise, seed)  # the round the user gets
 
 
 def values_in_frames(path: Path, exercise: str, seed: int, q: dict) -> list:

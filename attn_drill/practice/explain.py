@@ -278,6 +278,8 @@ def _what(node: ast.stmt, source: str) -> str | None:
             return text(named[-1]) if named else None
         if _splits(value):
             return None  # `Q = x.split(...)` holds a tuple of tensors: no one shape to ask about
+        if isinstance(value, ast.Lambda):
+            return None  # `split = lambda t: t.view(...)` holds a function: its tensors are made where it is called
         return text(target)
     if isinstance(node, ast.Return) and node.value is not None:
         if isinstance(node.value, ast.Tuple):
