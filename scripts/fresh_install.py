@@ -3,7 +3,7 @@
 Run by .ci/run from the clone's root, with that environment active (stdlib only: it must not need what the
 README's install does not bring). Every check goes through the installed console script:
 - every model answer passes, as a batch;
-- the skeleton `attn-drill start sdpa` wrote is NOT STARTED (exit 1, no mistake named);
+- the sdpa skeleton (the file `attn-drill start sdpa` writes) is NOT STARTED (exit 1, no mistake named);
 - a file that lacks the scale is named missing-scale, first.
 Exit 0 when all hold; otherwise each failure on a line, and exit 1.
 """
@@ -47,7 +47,7 @@ def main() -> int:
     if code != 0 or len(reports) != len(answers):
         problems.append(f"model answers: exit {code}, {len(reports)} reports for {len(answers)} files")
 
-    code, reports = check()  # the file `attn-drill start sdpa` wrote: the skeleton, untouched
+    code, reports = check(str(ROOT / "exercises" / "sdpa.py"), "--exercise", "sdpa")  # the skeleton, untouched
     if code != 1 or not reports or not reports[0].get("not_started") or first_error(reports[0]) != "-":
         problems.append(f"skeleton: exit {code}, expected NOT STARTED: {reports}")
 

@@ -127,8 +127,8 @@ def _ask(r, ex, nice: str, scripted: Optional[list], as_json: bool) -> int:
 
 
 def _typed(out, q: dict) -> Optional[str]:
-    """An answer typed, then Enter, as in the mock: an empty line answers nothing and asks again, a choice out of
-    range or a shape that cannot be read is asked for again, `-` skips the question."""
+    """An answer typed, then Enter, as in the mock: an empty line answers nothing and asks again, an answer
+    explain.refusal refuses is asked for again, `-` skips the question."""
     from attn_drill.practice import explain
     from attn_drill.render import report as render, explain as render_explain
 
@@ -136,16 +136,8 @@ def _typed(out, q: dict) -> Optional[str]:
         given = out.input(render.text(render_explain.ask(q))).strip()
         if given == "-":
             return None
-        if not given:
-            continue
-        n = len(q.get("choices") or ())
-        if n and given.isdigit() and 1 <= int(given) <= n:
+        why = explain.refusal(q, given) if given else ""
+        if why is None:
             return given
-        if n:
-            out.print(render.text(f"a number 1-{n} (- skips).", "yellow"))
-        elif explain.read_shape(given, q["symbols"]) is not None:
-            return given
-        else:
-            names = " ".join(q["symbols"])
-            out.print(render.text(f"cannot read {given!r}: use the symbols {names} (H*d and d/2 work too; "
-                                  "- skips).", "yellow"))
+        if why:
+            out.print(render.text(f"{why}.", "yellow"))

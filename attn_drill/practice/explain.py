@@ -199,6 +199,17 @@ def parse_answers(text: str | None) -> list[str] | None:
     return items
 
 
+def refusal(q: dict, typed: str) -> str | None:
+    """Why a typed answer to `q` is asked for again, in words; None when it is taken (explain and the mock alike).
+    `-` skips a question and an empty line answers nothing: the callers handle both before asking this."""
+    n = len(q.get("choices") or ())
+    if n:
+        return None if typed.isdigit() and 1 <= int(typed) <= n else f"a number 1-{n} (- skips)"
+    if read_shape(typed, q["symbols"]) is not None:
+        return None
+    return f"cannot read {typed!r}: use the symbols {' '.join(q['symbols'])} (H*d and d/2 work too; - skips)"
+
+
 def is_right(q: dict, given: str | None) -> bool:
     if given is None:
         return False

@@ -373,7 +373,7 @@ def _check(session: Session, ex: Exercise, ui, checker) -> bool:
     session.last, session.seen, session.checked = {"passed": rep.passed, "slugs": slugs}, version, content
     save(session)
     ui.report(session, rep, ex)  # the verdict first, then what it leaves
-    attempt = record.Attempt(f"mock:{session.id}", min(at - session.started_at, session.limit_seconds))
+    attempt = record.Clock(f"mock:{session.id}", min(at - session.started_at, session.limit_seconds))
     record.after_check(ex, Path(session.file), rep, source="mock", attempt=attempt, repeat=again)
     return rep.passed
 
@@ -428,8 +428,7 @@ def _questions(session: Session, ui, keys, scripted: list[str] | None) -> None:
         if scripted is not None:
             given = scripted[i] if i < len(scripted) else None
         else:
-            given = (keys.answer(ui.echo) if not q.get("choices")
-                     else _str(keys.choice(ui.echo, len(q["choices"]))))
+            given = keys.answer(ui.echo, q)
         ui.explain_answer_given(q, given, scripted=scripted is not None)
         session.explain_answers.append(given)
         save(session)
@@ -449,10 +448,6 @@ def _questions(session: Session, ui, keys, scripted: list[str] | None) -> None:
         ui.answered(q, choice)
     session.phase = "done"
     save(session)
-
-
-def _str(choice: int | None) -> str | None:
-    return None if choice is None else str(choice)
 
 
 def scorecard(session: Session) -> dict:
@@ -560,22 +555,21 @@ class Keys:
             self.closed = not data
             self.pending += data.decode("utf-8", "replace")
 
-    def answer(self, echo, accept=lambda typed: True, again: str = "") -> str | None:
-        """An answer typed, then Enter (the one way every question is answered, as in `explain`): an Enter on an
-        empty line answers nothing and is ignored, a line `accept` refuses is asked for again (`again` says
-        how), `-` skips the question. None if stdin closes first."""
+    def answer(self, echo, q: dict) -> str | None:
+        """An answer to `q` typed, then Enter (the one way every question is answered, as in `explain`): an
+        Enter on an empty line answers nothing and is ignored, an answer explain.refusal refuses is asked for
+        again, `-` skips the question. None if skipped or stdin closes first."""
         while True:
             typed = self.line(echo, keep_empty=True)
-            if typed is None:
+            given = None if typed is None else typed.strip()
+            if given is None or given == "-":
                 return None
-            given = typed.strip()
-            if given == "-":
-                return None
-            if accept(given):
+            why = explain.refusal(q, given)
+            if why is None:
                 return given
-            echo(again)
+            echo(f"{why}: ")
 
     def choice(self, echo, n: int) -> int | None:
-        """A choice 1..n, typed then Enter; None if skipped or stdin closes first."""
-        given = self.answer(echo, lambda t: t.isdigit() and 1 <= int(t) <= n, again=f"a number 1-{n} (- skips): ")
+        """A choice 1..n of a bank question, typed then Enter; None if skipped or stdin closes first."""
+        given = self.answer(echo, {"choices": [None] * n})
         return None if given is None else int(given)

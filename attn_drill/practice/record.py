@@ -29,18 +29,18 @@ class Recorded:
 
 
 @dataclass
-class Attempt:
-    """Which attempt a check belongs to, and its clock."""
+class Clock:
+    """Which attempt a check belongs to, and its clock (not a kept version: that is store.attempts.Attempt)."""
     id: str | None  # None: a file that is no attempt of the exercise (someone else's, a copy)
     seconds: float | None  # since the attempt began, if it is timed
     practice: bool = False  # the exercise's practice file (the one `start` wrote): its versions are kept
 
 
-def practice_attempt(ex: "Exercise", path: Path, st: "State") -> Attempt:
+def practice_attempt(ex: "Exercise", path: Path, st: "State") -> Clock:
     """The attempt of the exercise's practice file, timed from its start; for another file, no attempt."""
     if st.file(ex.id) != Path(path).resolve():
-        return Attempt(None, None)
-    return Attempt(st.started_at(ex.id), st.solve_seconds(ex.id, path), practice=True)
+        return Clock(None, None)
+    return Clock(st.started_at(ex.id), st.solve_seconds(ex.id, path), practice=True)
 
 
 def read_bytes(path: Path) -> bytes | None:
@@ -51,7 +51,7 @@ def read_bytes(path: Path) -> bytes | None:
         return None
 
 
-def after_check(ex: "Exercise", path: Path, rep: "Report", *, source: str, attempt: Attempt,
+def after_check(ex: "Exercise", path: Path, rep: "Report", *, source: str, attempt: Clock,
                 data: bytes | None = None, repeat: bool = False) -> Recorded:
     """Note a check (`source`: check, watch or mock). `data`: the bytes that were judged (never read again here,
     so a save during the check is not kept with this verdict). `repeat`: the same content was checked just before

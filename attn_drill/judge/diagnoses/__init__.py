@@ -86,12 +86,7 @@ def contained(fn, check, out: list, *args):
 MATCH = 1e-4  # relative L2 distance under which two outputs are the same computation
 
 
-def match(check, knobs, every: bool = False) -> tuple[int, int, float, object]:
-    """match_numbers without its last count."""
-    return match_numbers(check, knobs, every)[:4]
-
-
-def match_numbers(check, knobs, every: bool = False) -> tuple[int, int, float, object, int]:
+def match(check, knobs, every: bool = False) -> tuple[int, int, float, object, int]:
     """(cases matched, cases that tell it from the reference, worst distance among the matched cases, first
     telling case: one that ran when there is one, cases matched with numbers: both ran and agree).
 
@@ -136,7 +131,7 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
     """The finding when the variant reproduces all cases, or all but one; `extra(example outcome)` may add an
     evidence tail read off the case the evidence names."""
     n = len(check.outcomes)
-    matched, telling, worst, example, numbers = match_numbers(check, knobs)
+    matched, telling, worst, example, numbers = match(check, knobs)
     if telling == 0 or matched < n - 1 or example is None:  # all cases, or all but one (a second mistake)
         return None
     if numbers == 0 and any(o.outputs is not None for o in check.outcomes):
@@ -277,9 +272,11 @@ def departure_names(check, gone) -> str | None:
     """The slug the departure itself names, when the exercise can have that mistake; None otherwise."""
     if gone is None or "the right numbers in another arrangement" not in gone.how:
         return None
+    from attn_drill import catalogue
+
     slug = ARRANGED.get(gone.kind)
-    mine = {s for slugs, exercises, _ in REGISTRY if exercises is None or check.spec.id in exercises for s in slugs}
-    return slug if slug in mine else None
+    ex = catalogue.get(check.spec.id)
+    return slug if ex is not None and slug in ex.mistakes else None
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "layers",

@@ -131,7 +131,7 @@ def together(check, one: tuple, other: tuple) -> str | None:
     if slug_a == slug_b or changed(knobs_a).keys() & b.keys():
         return None
     knobs, n = replace(knobs_a, **b), len(check.outcomes)
-    matched, telling, _, example = match(check, knobs)
+    matched, telling, _, example, _ = match(check, knobs)
     if matched < n or not telling or example is None:
         return None
     var = check.spec.variant(example.case, knobs)

@@ -95,7 +95,7 @@ class Verdict:
         if how == "fitted":
             return ""
         knobs = Knobs(rope_pairs=self.layout, rope_sign=sign, rope_positions=where, rope_freqs=how)
-        matched, _, worst, _ = match(self.check, knobs, every=True)  # the counts it reports
+        matched, _, worst, _, _ = match(self.check, knobs, every=True)  # the counts it reports
         exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
         return f"; RoPE with {self.slips()} reproduces your outputs {exact} on {matched} of {self.n} cases"
 
