@@ -149,11 +149,31 @@ def test_a_locked_or_unwritable_history_never_breaks_the_caller(home, capsys, mo
         raise e
 
     monkeypatch.setattr(sqlite3, "connect", locked)
+    monkeypatch.setattr(history, "BUSY_MS", 50)  # it waits this long for the lock, then warns
     assert history.record_check("sdpa", passed=True, slugs=[]) is False
     assert history.record_mock(MOCK_CARD) is False
     err = capsys.readouterr().err
     assert err.count("could not record the check") == 1 and err.count("\n") == 1
     assert not list(home.glob("*.corrupt*")) if home.exists() else True
+
+
+def test_a_lock_sqlite_reports_without_waiting_is_waited_for(home, capsys, monkeypatch):
+    """SQLite answers "database is locked" at once in some moments (switching to WAL, a checkpoint on close):
+    the write is tried again until BUSY_MS, and lands."""
+    real, refusals = sqlite3.connect, []
+
+    def busy_twice(*args, **kwargs):
+        if len(refusals) < 2:
+            e = sqlite3.OperationalError("database is locked")
+            e.sqlite_errorcode = 5  # SQLITE_BUSY
+            refusals.append(e)
+            raise e
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", busy_twice)
+    assert history.record_check("sdpa", passed=True, slugs=[]) is True
+    assert len(refusals) == 2 and capsys.readouterr().err == ""
+    assert [r["exercise"] for r in history.checks()] == ["sdpa"]
 
 
 MOCK_CARD = {"id": "m", "exercise": "sdpa", "started_at": 1.0, "ended_at": 2.0, "strict": False, "passed": True,

@@ -36,6 +36,7 @@ BUSY_MS = 10_000  # a writer waits this long for another; each write holds the l
 CORRUPT = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB: the file is damaged
 SQLITE_ERROR = 1  # while migrating or checking the schema: a schema we did not make (never a lock, a full
 # disk or a read-only file: those have codes of their own and are never a reason to set the file aside)
+BUSY = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED: another process holds the lock
 JOURNALS = ("-wal", "-shm")  # moved along with a corrupt file: stale journals would be replayed into a new one
 
 # (name, SQL). Append only: a released migration is never edited or reordered.
@@ -135,7 +136,35 @@ def _is_schema_error(e: sqlite3.Error) -> bool:
                                    "has no column"))
 
 
+def _is_busy(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in BUSY
+    return "locked" in str(e) or "busy" in str(e)
+
+
+def _patiently(step):
+    """step(), again while another process holds the lock, up to BUSY_MS in all. SQLite waits by itself
+    (busy_timeout) inside a transaction, but some moments answer "database is locked" at once: switching to
+    WAL, reading the WAL index while the last connection to close checkpoints it. Seen in CI with four
+    writers on a new database."""
+    deadline = time.monotonic() + BUSY_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as e:
+            if not _is_busy(e) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 def _open(path: Path) -> sqlite3.Connection:
+    return _patiently(lambda: _open_once(path))
+
+
+def _open_once(path: Path) -> sqlite3.Connection:
     if is_regular(path) is False:  # a folder where the file should be: SQLite would only say "unable to open"
         raise SchemaError(f"{path.name} is not a file")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -286,8 +315,7 @@ def _write(what: str, sql: str, values: tuple) -> bool:
     """One INSERT; on a corrupt file set it aside and retry once. False (and a warning) if it failed."""
     for attempt in (1, 2):
         try:
-            with connect() as conn, transaction(conn):
-                conn.execute(sql, values)
+            _patiently(lambda: _insert(sql, values))
             return True
         except sqlite3.DatabaseError as e:
             if attempt == 1 and _is_corrupt(e) and os.path.lexists(db_file()):
@@ -303,6 +331,11 @@ def _write(what: str, sql: str, values: tuple) -> bool:
             _unrecorded(what, e)
         return False
     return False
+
+
+def _insert(sql: str, values: tuple) -> None:
+    with connect() as conn, transaction(conn):
+        conn.execute(sql, values)
 
 
 def _unrecorded(what: str, e: Exception) -> None:
