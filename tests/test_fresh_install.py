@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SDPA = ROOT / "reference" / "sdpa.py"
 
@@ -32,7 +34,8 @@ def test_the_judge_needs_no_numpy():
     assert rep["passed"], rep["findings"]
 
 
-# A worker whose own preparation fails (here, the snapshot), before the user's file is even loaded.
+# A worker whose own preparation fails before the user's file is even loaded: the snapshot raises, or the
+# judge itself cannot be imported (a bug of ours, a broken install).
 BROKEN_WORKER = """
 import os, sys
 from attn_drill.judge import tamper
@@ -41,25 +44,30 @@ from attn_drill.process import worker
 def broken():
     raise RuntimeError("Numpy is not available")
 
-tamper.snapshot = broken
+if sys.argv[2] == "snapshot":
+    tamper.snapshot = broken
+else:
+    sys.modules["attn_drill.judge.engine"] = None  # importing it raises ImportError
 worker.main(["worker", str(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600))])
 """
 
 
-def test_a_checker_failure_before_user_code_is_ours_and_not_recorded(tmp_path):
+@pytest.mark.parametrize("broken, said", [("snapshot", "Numpy is not available"),
+                                          ("import", "attn_drill.judge.engine")])
+def test_a_checker_failure_before_user_code_is_ours_and_not_recorded(tmp_path, broken, said):
     from attn_drill.store import history
     from attn_drill.report import Report
 
     events = tmp_path / "events"
     spec = {"key": "", "seed": 3, "jobs": [{"path": str(SDPA), "exercise": "sdpa"}]}
-    run = subprocess.run([sys.executable, "-c", BROKEN_WORKER, str(events)], input=json.dumps(spec),
+    run = subprocess.run([sys.executable, "-c", BROKEN_WORKER, str(events), broken], input=json.dumps(spec),
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     wire = [json.loads(line.split(" ", 1)[1]) for line in events.read_text().splitlines()]
     assert [e["event"] for e in wire] == ["start", "report"]
     rep = Report.from_wire(wire[1]["report"])
     assert [f.slug for f in rep.errors] == ["internal-error"], rep.findings
-    assert "Numpy is not available" in rep.errors[0].evidence
+    assert said in rep.errors[0].evidence
     assert rep.ours and not rep.judged and not rep.passed
     assert history.record_report(rep, source="check", attempt=None, solve_seconds=None) is False
     assert history.checks() == []

@@ -16,7 +16,7 @@ REFERENCE = Path(__file__).parent.parent / "reference"
 # (exercise, file, the line as the model answer has it, as the mistake has it, the step, what differs)
 CASES = [
     ("mha", "mha.py", 'scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores.masked_fill(~mask, 0.0)",
-     "at the mask", "keeps finite values (0) where the reference has -inf"),
+     "at the mask", "fills the hidden scores with 0, not -inf"),
     ("mha", "mha.py", "v = self.W_v(value)", "v = self.W_k(value)", "at the projection (`v`)", ""),
     ("mha", "mha.py", "weights = torch.softmax(scores, dim=-1)",
      "weights = scores.exp() / scores.exp().nansum()", "at the softmax", "sums to 1 over the whole tensor"),
@@ -28,7 +28,7 @@ CASES = [
      "at the scale", "times 2.828"),
     # the row max of 0-filled scores often equals the reference's: a max never vouches for the step it reads
     ("flash", "flash.py", 's = s.masked_fill(future, float("-inf"))', "s = s * (~future)",
-     "at the mask", "keeps finite values (0) where the reference has -inf"),
+     "at the mask", "fills the hidden scores with 0, not -inf"),
     # said with the user's own variable, never the model answer's (`y`): here the user calls it `merged`
     ("mha", "mha.py", "y = y.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, H, d) -> (B, Tq, D)",
      "merged = y.flip(1).transpose(1, 2).reshape(B, Tq, D)\n        y = merged",
@@ -72,3 +72,72 @@ def test_values_mismatch_takes_its_fix_from_the_step(reports):
     assert first.slug == "values-mismatch", [f.slug for f in report.findings]
     assert first.line == line and "the angles" in first.message
     assert first.fix == findings.STEP_FIX["angles"]
+
+
+# --- the relation at the departing step, as a code: with the step's kind it names the mistake ----------------
+
+def _op(out, kind, parents=()):
+    from attn_drill.judge.localise import Op
+
+    return Op(line=None, name="softmax" if kind == "softmax" else "masked_fill", out=out, parents=parents, kind=kind)
+
+
+def _causal_scores(seed=0, Tq=4, Tk=6):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(2, Tq, Tk, generator=g, dtype=torch.float64)
+    seen = torch.ones(Tq, Tk, dtype=torch.bool).tril(Tk - Tq)
+    return scores, seen
+
+
+def test_a_mask_that_adds_a_constant_is_a_fill_with_its_value():
+    from attn_drill.judge.localise import relation
+
+    scores, seen = _causal_scores()
+    ref = [_op(scores, "scores"), _op(scores.masked_fill(~seen, float("-inf")), "mask", (0,))]
+    code, how, params = relation(scores + (seen.double() - 1.0), ref[1], ref, 1)
+    assert code == "filled" and params == {"value": "the score - 1"}, how
+    code, _, params = relation(scores.masked_fill(~seen, -1e3 + 1), ref[1], ref, 1)  # shown, not HIDDEN: a fill
+    assert code == "filled" and params == {"value": "-999"}
+
+
+def test_hidden_scores_left_as_they_are_are_shown_keys_not_a_fill():
+    from attn_drill.judge.localise import relation
+
+    scores, seen = _causal_scores()
+    ref = [_op(scores, "scores"), _op(scores.masked_fill(~seen, float("-inf")), "mask", (0,))]
+    code, how, _ = relation(scores.clone(), ref[1], ref, 1)
+    assert code == "shows", how
+
+
+def test_a_mask_with_as_many_keys_per_query_but_other_ones_is_moved():
+    """A chunk after a cache with its mask's blocks in the wrong order: each query hides as many keys, other ones."""
+    import torch
+
+    from attn_drill.judge.localise import relation
+
+    scores, seen = _causal_scores(Tq=3, Tk=5)
+    past = 2
+    wrong = torch.cat([torch.ones(3, 3, dtype=torch.bool).tril(), torch.ones(3, past, dtype=torch.bool)], dim=1)
+    ref = [_op(scores, "scores"), _op(scores.masked_fill(~seen, float("-inf")), "mask", (0,))]
+    code, how, _ = relation(scores.masked_fill(~wrong, float("-inf")), ref[1], ref, 1)
+    assert code == "moved", how
+    diagonal = torch.ones(3, 5, dtype=torch.bool).tril(past - 1)  # one key fewer per query: not moved
+    code, _, _ = relation(scores.masked_fill(~diagonal, float("-inf")), ref[1], ref, 1)
+    assert code == "hides"
+
+
+def test_a_softmax_over_rows_a_reshape_cut_across_the_keys_is_over_other_rows():
+    import torch
+
+    from attn_drill.judge.localise import relation
+
+    g = torch.Generator().manual_seed(1)
+    scores = torch.randn(2, 3, 5, 7, generator=g, dtype=torch.float64)  # Tq = 5, Tk = 7
+    ref = [_op(scores, "scores"), _op(torch.softmax(scores, -1), "softmax", (0,))]
+    wrong = torch.softmax(scores.reshape(-1, 5), -1).reshape(scores.shape)  # rows of Tq scores, not Tk
+    code, how, _ = relation(wrong, ref[1], ref, 1)
+    assert code == "other-rows" and "cut across the rows" in how, how
+    code, _, _ = relation(torch.softmax(scores, -2), ref[1], ref, 1)
+    assert code == "other-rows"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -57,6 +57,8 @@ class Departure:
     kind: str  # the kind of step, for the fix text
     line: int | None  # the user's line that made the nearest tensor
     how: str  # what differs there, in words
+    relation: str = "differs"  # what differs, as a code (RELATIONS): the departure's name for the mistake
+    params: dict = field(default_factory=dict)  # the relation's numbers, for the finding's wording (a fill value)
 
     def said(self) -> str:
         at = f" at your line {self.line}" if self.line else ""
@@ -320,18 +322,18 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
     listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
     best, best_key = None, None
     for (unfed, d), j, view, laid, skipped in listed:
-        how = relation(view, r, ref, i)
-        key = (unfed, how.startswith("yours differs"), user[j].name != r.name, skipped, d)  # same call: same step
+        code, how, params = relation(view, r, ref, i)
+        key = (unfed, code == "differs", user[j].name != r.name, skipped, d)  # same call: same step
         if best_key is None or key < best_key:
-            best, best_key = (j, how, laid), key
+            best, best_key = (j, code, how, laid, params), key
     if best is None:
         line = next((u.line for u in user[after + 1:]), None)
         return Departure(r.label, r.kind, line, f"none of your tensors from there on holds the reference's "
-                                                f"{r.out.numel()} numbers {tuple(r.out.shape)}")
-    j, how, laid = best
-    if laid and "arrangement" not in how:
+                                                f"{r.out.numel()} numbers {tuple(r.out.shape)}", "absent")
+    j, code, how, laid, params = best
+    if laid and code != "arranged":
         how += f" ({laid})"
-    return Departure(r.label, r.kind, user[j].line, how)
+    return Departure(r.label, r.kind, user[j].line, how, code, params)
 
 
 def descendants(ops: list[Op], roots: set[int]) -> set[int]:
@@ -351,15 +353,51 @@ def near(a: torch.Tensor, b: torch.Tensor) -> float:
     return distance(a[both], b[both]) + odd
 
 
-def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> str:
-    """What differs between the user's tensor u and the reference step r, in words."""
+# what differs at the departing step, as a code (Departure.relation): with the step's kind it names the mistake
+RELATIONS = ("filled", "kept-finite", "nan", "hides", "shows", "hides-and-shows", "moved", "factor", "other-step", "other-rows",
+             "arranged", "differs", "absent")
+
+
+def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str, dict]:
+    """What differs between the user's tensor u and the reference step r: (a code of RELATIONS, in words, the
+    numbers the wording needs)."""
+    code, how = _relation(u, r, ref, i)
+    if code == "kept-finite":
+        return filled(u, r, ref) or (code, how, {})
+    return code, how, {}
+
+
+def filled(u: torch.Tensor, r: Op, ref: list[Op]) -> tuple[str, str, dict] | None:
+    """Where the reference hides a score, does the user's hold one value (a fill: 0, -1e4), the score plus one
+    value (an additive mask of mask - 1), or the score itself (a key shown, not a fill)?"""
+    hid = ~torch.isfinite(r.out)
+    kept = u[hid]
+    scores = next((ref[p].out for p in r.parents if ref[p].out.shape == u.shape
+                   and bool(torch.isfinite(ref[p].out[hid]).all())), None)
+    if scores is not None and distance(kept, scores[hid]) <= SAME:
+        n = int(hid.sum())
+        return "shows", f"yours shows the {n} scores the reference hides, as they are", {}
+    if float(kept.max() - kept.min()) <= 1e-9 * max(1.0, float(kept.abs().max())):
+        value = float(kept[0])
+        return "filled", f"yours fills the hidden scores with {value:g}, not -inf: hidden keys keep weight", \
+            {"value": f"{value:g}"}
+    if scores is not None:
+        shift = kept - scores[hid]
+        if float(shift.max() - shift.min()) <= 1e-9 * max(1.0, float(shift.abs().max())):
+            c = float(shift[0])
+            return "filled", (f"yours adds {c:g} to the hidden scores instead of -inf (an additive mask of mask - 1?): "
+                              "hidden keys keep weight"), {"value": f"the score {'+' if c >= 0 else '-'} {abs(c):g}"}
+    return None
+
+
+def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
     want = r.out
     finite = torch.isfinite(want)
     if bool((~finite).any()) and bool(torch.isfinite(u[~finite]).all()) and distance(
             u.masked_fill(~finite, 0.0), want.masked_fill(~finite, 0.0)) <= SAME:
         vals = sorted({round(float(v), 4) for v in u[~finite].flatten()[:50]})
         shown = ", ".join(f"{v:g}" for v in vals[:3])
-        return f"yours keeps finite values ({shown}) where the reference has -inf: hidden keys keep weight"
+        return "kept-finite", f"yours keeps finite values ({shown}) where the reference has -inf: hidden keys keep weight"
     if r.kind == "mask" or bool((want <= HIDDEN).any()):
         said = hiding(u, want)
         if said:
@@ -369,27 +407,56 @@ def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> str:
     if ww.numel() and float(ww.norm()) > 0:
         c = float((uu * ww).sum() / (ww * ww).sum())
         if abs(c - 1) > 1e-6 and c != 0 and distance(uu, c * ww) <= SAME:
-            return f"yours is the reference's times {c:.4g} (1/{1 / c:.4g})"
+            return "factor", f"yours is the reference's times {c:.4g} (1/{1 / c:.4g})"
     for k, other in enumerate(ref):
         if k != i and other.label != r.label and other.out.shape == want.shape and informative(other.out) and \
                 distance(u, other.out) <= SAME:
-            return f"yours holds the numbers of the reference's {other.label.removeprefix('the ')}"
-    if r.kind == "softmax" and abs(float(u.sum()) - 1) <= 1e-6:
-        return "yours sums to 1 over the whole tensor, not over each query's keys"
-    for dim in range(u.dim()):
-        sums = u.sum(dim)
-        if dim != u.dim() - 1 and r.kind == "softmax" and distance(sums, torch.ones_like(sums)) <= SAME:
-            return f"yours sums to 1 over axis {dim}, not over the keys (the last axis)"
+            return "other-step", f"yours holds the numbers of the reference's {other.label.removeprefix('the ')}"
+    if r.kind == "softmax":
+        said = normalised_over(u, r, ref)
+        if said:
+            return "other-rows", said
     if u.numel() and distance(u.flatten().sort().values, want.flatten().sort().values) <= SAME:
-        return "yours holds the right numbers in another arrangement"
+        return "arranged", "yours holds the right numbers in another arrangement"
     d = (u - want).abs().nan_to_num(float("inf"))
-    return f"yours differs by up to {float(d.max()):.3g} (relative L2 {distance(u, want):.2g})"
+    return "differs", f"yours differs by up to {float(d.max()):.3g} (relative L2 {distance(u, want):.2g})"
 
 
-def hiding(u: torch.Tensor, want: torch.Tensor) -> str | None:
+def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
+    """u is a softmax of the reference's scores, each group of entries summing to 1, but its groups are not the
+    rows of keys: a softmax over another axis, over the whole tensor, or over rows a reshape cut across the
+    scores. Read off the numbers: within a group, log(u) - score is the same (minus the group's logsumexp)."""
+    if abs(float(u.sum()) - 1) <= 1e-6:
+        return "yours sums to 1 over the whole tensor, not over each query's keys"
+    for dim in range(u.dim() - 1):
+        sums = u.sum(dim)
+        if distance(sums, torch.ones_like(sums)) <= SAME:
+            return f"yours sums to 1 over axis {dim}, not over the keys (the last axis)"
+    scores = next((ref[p].out for p in r.parents if ref[p].out.shape == u.shape), None)
+    if scores is None or r.name not in ("softmax", "_softmax"):
+        return None
+    shown = (u > 0) & torch.isfinite(scores)
+    if int(shown.sum()) < 4 or bool(torch.isnan(u).any()):
+        return None
+    offset = torch.full_like(u, float("nan"))
+    offset[shown] = (u[shown].log() - scores[shown])
+    keys = torch.round(offset[shown] * 1e6)  # entries of one group share this, to float64 rounding
+    groups, label = torch.unique(keys, return_inverse=True)
+    sums = torch.zeros(len(groups), dtype=u.dtype).index_add_(0, label, u[shown])
+    if len(groups) < 2 or distance(sums, torch.ones_like(sums)) > 1e-6:
+        return None
+    rows = torch.arange(u.numel() // u.shape[-1]).repeat_interleave(u.shape[-1]).reshape(u.shape)[shown]
+    if all(len(set(rows[label == g].tolist())) == 1 for g in range(min(len(groups), 64))):
+        return None  # each group lies inside one row of keys: the softmax is over the right axis
+    size = int((label == 0).sum())
+    return (f"yours sums to 1 over groups of about {size} scores that cut across the rows of keys (a softmax over "
+            f"rows a reshape made), not over each query's keys")
+
+
+def hiding(u: torch.Tensor, want: torch.Tensor) -> tuple[str, str] | None:
     """Which entries the user's scores hide (-inf or any score low enough), against the reference's."""
     if bool(torch.isnan(u).any()) or bool((u == float("inf")).any()):
-        return "yours holds NaN or +inf where the reference has finite scores or -inf"
+        return "nan", "yours holds NaN or +inf where the reference has finite scores or -inf"
     hid_u, hid_r = u <= HIDDEN, want <= HIDDEN
     extra, missed = int((hid_u & ~hid_r).sum()), int((hid_r & ~hid_u).sum())
     if not extra and not missed:
@@ -398,7 +465,11 @@ def hiding(u: torch.Tensor, want: torch.Tensor) -> str | None:
         return None  # only the fill differs: said below ("keeps finite values")
     parts = [f"shows {missed} of the {int(hid_r.sum())} scores the reference hides"] if missed else []
     parts += [f"hides {extra} scores the reference shows"] if extra else []
-    return "yours " + " and ".join(parts)
+    if extra and missed and bool((hid_u.sum(-1) == hid_r.sum(-1)).all()):
+        return "moved", ("yours " + " and ".join(parts) + ": each query hides as many keys as the reference's, "
+                         "but other ones (positions counted from another origin, or in another order)")
+    code = "hides-and-shows" if extra and missed else ("shows" if missed else "hides")
+    return code, "yours " + " and ".join(parts)
 
 
 def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | None:

@@ -37,11 +37,11 @@ def main(argv: list[str]) -> int:
 
     prepare_torch()  # the one slow import, paid before any clock starts
 
-    from attn_drill.process import sandbox
-    from attn_drill.judge import tamper
-    from attn_drill.judge.engine import check_file
+    try:  # an import that fails is ours too (a broken install, a bug): each job says so, none is the user's
+        from attn_drill.process import sandbox
+        from attn_drill.judge import tamper
+        from attn_drill.judge.engine import check_file
 
-    try:
         # the last step before user code: from here on it may write only in the scratch folder (Linux)
         confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
         guard = Guard(tamper.snapshot(), tamper.changed_since)

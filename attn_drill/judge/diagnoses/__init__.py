@@ -54,13 +54,18 @@ def diagnose(check) -> list[Finding]:
         out += causes
     elif check.spec.id in pairs.LAYERS:  # a mistake found inside a sub-layer may not be the layer's only one
         out += contained(pairs.second, check, out, max(causes, key=lambda f: f.score)) or []
+    if not causes and any(f.slug in SYMPTOMS for f in out):  # only a symptom: where the code runs, a cause?
+        found = contained(departure_cause, check, out)
+        causes = [found] if found else []
+        out += causes
     symptoms = [f for f in out if f.slug in SYMPTOMS]
     if causes and symptoms:
         cause = max(causes, key=lambda f: f.score)
         for f in symptoms:
             out.remove(f)
             said = "your code raises" if f.slug == "exception" else "your output has NaN or inf"
-            cause.evidence += f"; the same mistake is why {said}: {f.evidence}"
+            if f.evidence.split(" on ", 1)[0] not in cause.evidence:  # not said already (raises_too)
+                cause.evidence += f"; the same mistake is why {said}: {f.evidence}"
         cause.score = max(cause.score, 1.0)
     if not any(f.level == "error" and f.score >= 0.5 for f in out):
         out.append(values_mismatch(check, out))
@@ -86,14 +91,22 @@ def contained(fn, check, out: list, *args):
 MATCH = 1e-4  # relative L2 distance under which two outputs are the same computation
 
 
-def match(check, knobs, every: bool = False) -> tuple[int, int, float, object, int]:
+def match(check, knobs, every: bool = False, ran_only: bool = False,
+          among: set | None = None) -> tuple[int, int, float, object, int]:
     """(cases matched, cases that tell it from the reference, worst distance among the matched cases, first
     telling case: one that ran when there is one, cases matched with numbers: both ran and agree).
 
     Stops at the second case the variant does not reproduce: it can no longer explain all cases but one, and
-    the counts are then partial (every=True counts every case, for evidence that reports them anyway)."""
+    the counts are then partial (every=True counts every case, for evidence that reports them anyway).
+    ran_only=True looks only at the cases where the user's code ran to finite outputs (see failed()), `among`
+    only at the cases of those indices; either way, every case looked at must be reproduced."""
     matched, telling, worst, example, numbers = 0, 0, 0.0, None, 0
-    for i, (o, ref) in enumerate(zip(check.outcomes, check.refs)):
+    seen = 0
+    strict = ran_only or among is not None
+    for k, (o, ref) in enumerate(zip(check.outcomes, check.refs)):
+        if ran_only and failed(o) or among is not None and k not in among:
+            continue
+        seen += 1
         try:
             var = check.spec.variant(o.case, knobs)
         except Exception:  # noqa: BLE001 - the mistake raises on this case (a broadcast that cannot happen, a dim
@@ -112,9 +125,19 @@ def match(check, knobs, every: bool = False) -> tuple[int, int, float, object, i
             worst = max(worst, dist)  # of what it reproduces: the case it does not is not its evidence
             if differs and (example is None or example.outputs is None and o.outputs is not None):
                 example = o  # prefer a case that ran: it can be pictured
-        if not every and i + 1 - matched > 1:
+        if not every and seen - matched > (0 if strict else 1):
             break
     return matched, telling, worst, example, numbers
+
+
+def failed(o) -> bool:
+    """The user's code raised on this case, or gave NaN or inf: a symptom, which hides what the code does."""
+    import torch
+
+    if o.outputs is None:
+        return True
+    return any(isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all())
+               for t in o.outputs)
 
 
 def empty_rows_as_zeros(outputs: tuple, var: tuple) -> tuple:
@@ -133,16 +156,50 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
     n = len(check.outcomes)
     matched, telling, worst, example, numbers = match(check, knobs)
     if telling == 0 or matched < n - 1 or example is None:  # all cases, or all but one (a second mistake)
-        return None
+        return where_it_runs(check, slug, knobs, how, line, extra, **params)
     if numbers == 0 and any(o.outputs is not None for o in check.outcomes):
         return None  # it raises where your code raises, but not one number your code gave is reproduced
     exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
     evidence = f"{how}: that reproduces your outputs {exact} on {matched} of {n} cases, e.g. {example.case.label}"
+    return _finding(check, slug, evidence, example, line, extra, matched / n - min(worst, 0.01), **params)
+
+
+def where_it_runs(check, slug: str, knobs, how: str, line, extra, **params) -> Finding | None:
+    """A cause seen where the code goes wrong and runs. Either the variant reproduces every case on which the user's
+    code ran to finite outputs (two at least, one of them telling), and the code raised or gave NaN on the others:
+    the symptom is then the cause's evidence (diagnose() folds it in), never a finding of its own. Or the user's code
+    is right on some cases (the mistake sits on a path they do not take: one branch of `if norm_first`) and the
+    variant explains every case it gets wrong, two at least, with numbers on one."""
+    n = len(check.outcomes)
+    failing = [o for o in check.outcomes if failed(o)]
+    ran = n - len(failing)
+    if failing and ran >= 2:
+        matched, telling, worst, example, numbers = match(check, knobs, ran_only=True)
+        if matched == ran and telling and example is not None and numbers >= 2:
+            exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+            evidence = (f"{how}: that reproduces your outputs {exact} on each of the {ran} cases where your code "
+                        f"runs, e.g. {example.case.label}")
+            return _finding(check, slug, evidence, example, line, extra, 0.95 - min(worst, 0.01), **params)
+    wrong = {k for k, (o, r) in enumerate(zip(check.outcomes, check.refs))
+             if o.outputs is None or any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))}
+    if not 2 <= len(wrong) < n:
+        return None
+    matched, telling, worst, example, numbers = match(check, knobs, among=wrong)
+    if matched < len(wrong) or not telling or example is None or numbers < 1:
+        return None
+    exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+    evidence = (f"{how}: that reproduces each of the {len(wrong)} cases your code gets wrong ({exact}), e.g. "
+                f"{example.case.label}; your code is right on the other {n - len(wrong)} (the mistake is on a path "
+                "they do not take)")
+    return _finding(check, slug, evidence, example, line, extra, 0.92 - min(worst, 0.01), **params)
+
+
+def _finding(check, slug, evidence, example, line, extra, score, **params) -> Finding:
     tail = extra(example) if extra else None
     if tail:
         evidence += "; " + tail
     picture = pictures.for_slug(check, slug, example)
-    return findings.make(slug, evidence, line=line, score=matched / n - min(worst, 0.01), picture=picture, **params)
+    return findings.make(slug, evidence, line=line, score=score, picture=picture, **params)
 
 
 # --- the scale ------------------------------------------------------------------------------------------
@@ -223,8 +280,7 @@ def departure(check):
     """Where the user's computation first departs from the reference (localise.py), on the first case that ran and
     differs; computed once per check. None when nothing ran or the reference's steps cannot say."""
     if not hasattr(check, "_departure"):
-        o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
-                  and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), None)
+        o = _departing_outcome(check)
         check._departure = None
         if o is not None and getattr(check, "target", None) is not None and getattr(check.spec, "localise", True):
             from attn_drill import paths
@@ -232,6 +288,13 @@ def departure(check):
             check._departure = localise.locate(check.spec, check.target, o.case, check.path,
                                                paths.REFERENCE / check.spec.file)
     return check._departure
+
+
+def _departing_outcome(check):
+    """The first case whose outputs differ, one that ran to finite outputs first (NaN hides what the code does)."""
+    differing = [o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
+                 and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))]
+    return next((o for o in differing if not failed(o)), differing[0] if differing else None)
 
 
 SHAPE_CAUSES: dict[str, Callable] = {}  # exercise id -> a known mistake that explains a wrong shape (families add theirs)
@@ -246,15 +309,15 @@ def shape_cause(check, symptom: Finding) -> Finding | None:
 def values_mismatch(check, out: list) -> Finding:
     """No known mistake explains the outputs: where they first depart, when the localiser can say (an account
     that fails leaves a note in `out` and the finding without it)."""
-    o = next((o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
-              and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), first_outcome(check))
+    o = _departing_outcome(check) or first_outcome(check)  # the case the departure is found on
     gone = contained(departure, check, out)
     where_ = "" if gone else contained(locate, check, out) or ""  # the hooks' account
     extra = f"; {gone.said()}" if gone else ""
     extra += f"; {where_}" if where_ else ""
     named = departure_names(check, gone)
     if named:
-        return findings.make(named, f"first differing case: {o.case.label}{extra}", line=gone.line, score=0.6)
+        return findings.make(named, f"first differing case: {o.case.label}{extra}", line=gone.line, score=0.6,
+                             **gone.params)
     if gone:
         fix = findings.STEP_FIX.get(gone.kind, findings.STEP_FIX["step"])
         return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
@@ -263,20 +326,38 @@ def values_mismatch(check, out: list) -> Finding:
                          step="a step no check could name", fix=findings.STEP_FIX["step"])
 
 
-# (the kind of step where the computation departs, how it differs there) -> the mistake that is: the right numbers
-# in another arrangement at a step that only arranges them can be no other
-ARRANGED = {"head split": "wrong-head-split", "merge": "wrong-head-merge", "kv repeat": "kv-repeat-order"}
+# (the kind of step where the computation departs, how it differs there) -> the mistake that is. The right numbers
+# in another arrangement at a step that only arranges them can be no other; a softmax whose rows are not the
+# keys' is over the wrong axis; a mask step that keeps hidden scores finite fills them with a modest value; one
+# that hides as many keys per query as the reference's, but others, has the positions wrong (in a causal exercise).
+NAMED = {("head split", "arranged"): "wrong-head-split", ("merge", "arranged"): "wrong-head-merge",
+         ("kv repeat", "arranged"): "kv-repeat-order", ("softmax", "other-rows"): "softmax-wrong-dim",
+         ("mask", "filled"): "mask-fill-zero", ("mask", "moved"): "causal-misaligned"}
 
 
 def departure_names(check, gone) -> str | None:
     """The slug the departure itself names, when the exercise can have that mistake; None otherwise."""
-    if gone is None or "the right numbers in another arrangement" not in gone.how:
+    if gone is None:
         return None
     from attn_drill import catalogue
 
-    slug = ARRANGED.get(gone.kind)
+    slug = NAMED.get((gone.kind, gone.relation))
     ex = catalogue.get(check.spec.id)
     return slug if ex is not None and slug in ex.mistakes else None
+
+
+def departure_cause(check) -> Finding | None:
+    """When the code only raised or gave NaN (no cause found), the departure on a case where it ran to finite
+    outputs may name the mistake: then it is the cause, and the symptom its evidence."""
+    if not any(not failed(o) for o in check.outcomes):
+        return None
+    gone = departure(check)
+    named = departure_names(check, gone)
+    if not named:
+        return None
+    o = _departing_outcome(check)
+    return findings.make(named, f"on a case where your code runs, {o.case.label}: {gone.said()}", line=gone.line,
+                         score=0.9, **gone.params)
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "layers",

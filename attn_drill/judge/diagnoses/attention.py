@@ -50,7 +50,10 @@ def mask_after_softmax(check):
     f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
                         "softmax over every key, then the hidden keys' probabilities set to 0", line=line) or \
         variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax_inf"),
-                        "softmax over every key, then the hidden keys' probabilities set to -inf", line=line)
+                        "softmax over every key, then the hidden keys' probabilities set to -inf", line=line) or \
+        variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax_renorm"),
+                        "softmax over every key, then the hidden keys' probabilities set to 0 and the output (not "
+                        "the weights) divided by what is left of each row", line=line)
     if f:
         o = first_masked(check)
         if o and o.outputs is not None:

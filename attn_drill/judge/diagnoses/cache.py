@@ -17,7 +17,7 @@ from attn_drill.judge.probes import cache as cache_probes, rope as rope_fit
 from attn_drill.judge import load
 from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import (LOCATORS, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
+from attn_drill.judge.diagnoses import (LOCATORS, SHAPE_CAUSES, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
                                         variant_finding)
 from attn_drill.judge.variants.cache import SCALES, CacheKnobs, scale_of
 
@@ -355,6 +355,95 @@ def fitted_frequencies(check, line):
     if tail:
         evidence += "; " + tail
     return findings.make("rope-wrong-frequencies", evidence, line=line, score=matched / len(check.outcomes) - 0.01)
+
+
+# --- the cache returned: right outputs, the wrong tensors kept --------------------------------------------
+
+@diagnosis("cache-wrong-contents", KV)
+def cache_wrong_contents(check):
+    """On every case that goes wrong, the first call that does returns the right out and a cache that is not the
+    contract's: the cache, not the attention, is the mistake. What it holds instead is said when it is known."""
+    from attn_drill.judge.specs.kv_cache import Steps
+
+    first = None
+    for o, ref in zip(check.outcomes, check.refs):
+        if all(closeness(a, b) <= MATCH for a, b in zip(o.outputs or (), ref)) and o.outputs is not None:
+            continue
+        if o.outputs is None and "k_past" in o.case.inputs:
+            continue  # it raised reading the checker's cache (the contract's): a cache of another shape of its own
+        if o.outputs is None or not isinstance(o.result, Steps):
+            return None
+        steps_ref = check.spec.reference(o.case)[0]
+        wrong = cache_probes.first_wrong_call(o.result, steps_ref)
+        if wrong is None:
+            return None
+        if not wrong[1]:  # an out differs first: the attention itself, unless that call read the checker's cache
+            if wrong[0] == 0 and "k_past" in o.case.inputs:  # (the contract's, which a cache of another kind
+                continue  # misreads: the same mistake, seen from the other side)
+            return None
+        if wrong[2]:
+            return None
+        first = first or (o, wrong[0], steps_ref)
+    if first is None:
+        return None
+    o, i, steps_ref = first
+    _, n, past = cache_probes.calls_of(o.case)[i]
+    (k, v), (k_ref, v_ref) = o.result[i][1], steps_ref[i][1]
+    holds = cache_holds(k, v, k_ref, v_ref, o.case)
+    return findings.make("cache-wrong-contents", f"call {i + 1} ({past} cached, {n} new; {o.case.label}) returns the "
+                         f"right out, but the cache it returns holds {holds}", score=1.0)
+
+
+def cache_holds(k, v, k_ref, v_ref, case) -> str:
+    """What a returned cache holds instead of (k after RoPE, v), in words."""
+    H, Hkv = case.dims["H"], case.dims["Hkv"]
+    said = []
+    if k.shape != k_ref.shape or v.shape != v_ref.shape:
+        heads = " (the kv heads repeated for every query head)" if k.dim() == 4 and k.size(1) == H != Hkv else ""
+        return f"k {tuple(k.shape)} and v {tuple(v.shape)}{heads}, not {tuple(k_ref.shape)} each"
+    if cache_probes.same(k, v_ref) and cache_probes.same(v, k_ref):
+        return "the values where the keys belong, and the keys where the values belong"
+    if cache_probes.same(k, v_ref):
+        said.append("the values in k's place")
+    elif not cache_probes.same(k, k_ref):
+        turned = rope_fit.rotate(k.double(), torch.arange(k.size(2)), case.config["rope_base"])
+        said.append("the keys before RoPE (turning them at their positions gives the contract's k)"
+                    if cache_probes.same(turned, k_ref) else "other numbers than the keys after RoPE in k")
+    if not cache_probes.same(v, v_ref):
+        said.append("other numbers than the values in v")
+    return " and ".join(said) or "tensors of another layout"
+
+
+def repeated_cache(check, symptom):
+    """The shapes stage's wrong k_cache or v_cache, when it is the contract's cache with its kv heads repeated for
+    every query head (GQA's saving given away): cache-wrong-contents, the shape its evidence."""
+    from attn_drill.judge.specs.kv_cache import Steps
+
+    shown = None
+    for o in check.outcomes:
+        if o.outputs is None or not isinstance(o.result, Steps):
+            continue
+        H, Hkv = o.case.dims["H"], o.case.dims["Hkv"]
+        k, v = o.result[-1][1]
+        k_ref, v_ref = check.spec.reference(o.case)[0][-1][1]
+        if k.shape == k_ref.shape and v.shape == v_ref.shape:
+            continue
+        g = H // Hkv
+        how = next((how for how, f in (("repeat_interleave", lambda t: t.repeat_interleave(g, 1)),
+                                       ("repeat", lambda t: t.repeat(1, g, 1, 1)))
+                    if cache_probes.same(k, f(k_ref)) and cache_probes.same(v, f(v_ref))), None)
+        if how is None:
+            return None
+        shown = shown or (o, how)
+    if shown is None:
+        return None
+    o, how = shown
+    return findings.make("cache-wrong-contents", f"{symptom.evidence}: your cache is the contract's with each kv head "
+                         f"repeated for its {o.case.dims['H'] // o.case.dims['Hkv']} query heads ({how} on dim 1), "
+                         "kept after the repeat instead of before it", score=1.5)
+
+
+SHAPE_CAUSES["kv-cache"] = repeated_cache
 
 
 # --- no known mistake: say where it goes wrong -----------------------------------------------------------

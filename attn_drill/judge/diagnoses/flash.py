@@ -52,6 +52,8 @@ CAUSAL = {
                "j <= i + (Tk - Tq) + 1"),
     "topleft": ("causal-misaligned", "a top-left aligned causal mask, query i sees key j when j <= i (as SDPA's "
                 "is_causal does), where bottom-right alignment asks for j <= i + (Tk - Tq)"),
+    "blocklocal": ("causal-misaligned", "a causal mask that counts each key from its block's start (j - start), not "
+                   "from the first key: every later block is masked as if it were the first"),
 }
 
 

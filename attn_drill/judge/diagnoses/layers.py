@@ -134,7 +134,9 @@ def pictured(check, f, name: str):
 @diagnosis("missing-causal-mask", ("decoder-layer",))
 def missing_causal_mask(check):
     for how, said in (("none", "self-attention with no causal mask, hiding only tgt_mask's keys"),
-                      ("unless_tgt", "the causal mask used only when no tgt_mask is given")):
+                      ("unless_tgt", "the causal mask used only when no tgt_mask is given"),
+                      ("or_tgt", "the causal mask combined with tgt_mask by OR (causal | tgt_mask), not AND: every "
+                                 "key tgt_mask shows is seen, later positions included")):
         f = variant_finding(check, "missing-causal-mask", LayerKnobs(causal=how), said)
         if f:
             return pictured(check, raises_too(check, f), "self_attn")

@@ -329,7 +329,9 @@ def projection_before_merge(check):
 NORMALISE = {"never": "the accumulator returned as it is, never divided by the running sum",
              "stale": "the accumulator divided by the running sum as it stood before the last block was added",
              "stale-rescaled": "the accumulator divided by the running sum before the last block's terms were "
-                               "added to it"}
+                               "added to it",
+             "last-block": "the accumulator divided by the last block's own sum (the loop's last row_sum), not by "
+                           "the running sum over every block"}
 
 
 @diagnosis("online-softmax-no-normalise", ("flash",))

@@ -16,7 +16,7 @@ import torch
 from attn_drill import findings
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, line_of, match
+from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, failed, line_of, match
 from attn_drill.judge.probes.rope import ANGLE_TOL, FREQUENCIES, Rotation
 from attn_drill.judge.variants.attention import Knobs
 
@@ -73,6 +73,7 @@ class Verdict:
     combo: tuple | None  # (positions, sign, formula) that explains all cases but at most one; formula "fitted"
     #                      (sign 0): the angles are some other frequency times those positions
     explained: int = 0  # how many cases the combo explains
+    where_it_runs: bool = False  # readings are the cases where the user's code ran (it raised on the others)
 
     @property
     def n(self) -> int:
@@ -95,8 +96,11 @@ class Verdict:
         if how == "fitted":
             return ""
         knobs = Knobs(rope_pairs=self.layout, rope_sign=sign, rope_positions=where, rope_freqs=how)
-        matched, _, worst, _, _ = match(self.check, knobs, every=True)  # the counts it reports
+        matched, _, worst, _, _ = match(self.check, knobs, every=True, ran_only=self.where_it_runs)
         exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+        if self.where_it_runs:
+            return (f"; RoPE with {self.slips()} reproduces your outputs {exact} on each of the {matched} cases "
+                    "where your code runs")
         return f"; RoPE with {self.slips()} reproduces your outputs {exact} on {matched} of {self.n} cases"
 
     def slips(self) -> str:
@@ -118,6 +122,17 @@ def verdict(check) -> Verdict:
 
 def _judge(check) -> Verdict:
     readings = [read(o) for o in check.outcomes]
+    v = _judge_on(check, readings)
+    ran = [r for r, o in zip(readings, check.outcomes) if not failed(o)]
+    if v.combo is None and 2 <= len(ran) < len(readings):  # the slip seen where the code runs: all of those
+        w = _judge_on(check, ran)
+        if w.combo is not None and w.explained == len(ran):
+            w.where_it_runs = True
+            return w
+    return v
+
+
+def _judge_on(check, readings: list) -> Verdict:
     n = len(readings)
     rotated = [r for r in readings if r.rot is not None and r.rot.is_rotation and r.rot.layout != "other"]
     layouts = {r.rot.layout for r in rotated}

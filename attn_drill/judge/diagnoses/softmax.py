@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from attn_drill import findings
@@ -26,13 +28,34 @@ def _right(o, ref) -> bool:
     return o.outputs is not None and diff(o.outputs[0], ref[0], TOL[torch.float64]).ok
 
 
-def normalised_axis(out: torch.Tensor, x: torch.Tensor) -> str | int | None:
-    """The axis along which `out` is exactly softmax(x) (an int), "all" for the whole tensor at once, or None."""
+def normalised_axis(out: torch.Tensor, x: torch.Tensor) -> str | int | tuple | None:
+    """The axis along which `out` is exactly softmax(x) (an int), "all" for the whole tensor at once, a tuple of
+    axes normalised together (a reshape that flattened them into one row), or None."""
     for axis in range(x.dim()):
         if closeness(out, torch.softmax(x, dim=axis)) <= MATCH:
             return axis
     if closeness(out, torch.softmax(x.flatten(), dim=0).view_as(x)) <= MATCH:
         return "all"
+    for size in range(2, x.dim()):
+        for axes in itertools.combinations(range(x.dim()), size):
+            if closeness(out, torch.exp(x - x.logsumexp(dim=axes, keepdim=True))) <= MATCH:
+                return axes
+    return summed_axes(out)
+
+
+def summed_axes(out: torch.Tensor) -> int | tuple | None:
+    """Not a softmax of x, but weights that sum to 1 over some axes (each max subtracted along one axis, the sum
+    taken along another): those axes; () when every entry is 1 (normalised on its own)."""
+    out = out.detach().double()
+    if not bool((out >= 0).all()) or not bool(torch.isfinite(out).all()):
+        return None
+    if bool(((out - 1).abs() <= 1e-9).all()):
+        return ()
+    for size in range(1, out.dim() + 1):
+        for axes in itertools.combinations(range(out.dim()), size):
+            sums = out.sum(dim=axes)
+            if bool(((sums - 1).abs() <= 1e-9).all()):
+                return axes[0] if size == 1 else ("all" if size == out.dim() else axes)
     return None
 
 
@@ -55,7 +78,14 @@ def wrong_dim(check):
     o, axis = wrong[0]
     x, dim = o.case.inputs["x"], _dim(o.case)
     sums = o.outputs[0].detach().double().sum(dim)
-    along = "over the whole tensor at once" if axis == "all" else f"along {_said(axis, x.dim())}"
+    if axis == "all":
+        along = "over the whole tensor at once"
+    elif axis == ():
+        along = "over each entry on its own (every weight is 1)"
+    elif isinstance(axis, tuple):
+        along = f"over dims {', '.join(map(str, axis))} together (as if a reshape had made them one row)"
+    else:
+        along = f"along {_said(axis, x.dim())}"
     evidence = (f"your output sums to 1 {along}, not along {_said(dim, x.dim())} ({o.case.label}); "
                 f"along {_said(dim, x.dim())} its sums run {float(sums.min()):.3g}..{float(sums.max()):.3g}")
     evidence += "; " + _pattern(wrong, len(check.outcomes))

@@ -17,7 +17,7 @@ import torch
 class Knobs:
     scale: float | str | None = None  # None = 1/sqrt(d); a number = what the scores are multiplied by; a rule
     softmax_dim: int = -1
-    mask: str = "ok"  # ok | inverted | ignored | after_softmax | after_softmax_inf
+    mask: str = "ok"  # ok | inverted | ignored | after_softmax | after_softmax_inf | after_softmax_renorm
     fill: str = "-inf"  # what hidden scores get: -inf | min (finfo.min; differs only where a whole softmax axis is hidden)
     empty_rows: str = "zero"  # a query with no visible key: zero (the reference, SDPA) | kept (what the fill gives)
     head_axis: bool | str = True  # mha: the mask gets a head axis before broadcasting; "kv" (gqa) | "tiled"
@@ -83,13 +83,15 @@ def attention(q, k, v, mask=None, knobs: Knobs = RIGHT, bias=None):
     weights = torch.softmax(scores, dim=knobs.softmax_dim)
     if mask is not None and knobs.mask == "ok" and knobs.empty_rows == "zero":
         weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-    if mask is not None and knobs.mask == "after_softmax":
+    if mask is not None and knobs.mask in ("after_softmax", "after_softmax_renorm"):
         weights = weights * mask  # probabilities zeroed after normalising: rows no longer sum to 1
     if mask is not None and knobs.mask == "after_softmax_inf":
         weights = weights.masked_fill(~mask, float("-inf"))  # -inf after the softmax: NaN once multiplied by v
     if knobs.scale_at == "weights":
         weights = weights * late
     out = weights @ v
+    if mask is not None and knobs.mask == "after_softmax_renorm":  # the output divided by the rows' sums: right,
+        out = out / weights.sum(-1, keepdim=True)  # but the weights returned still do not sum to 1
     return (out * late if knobs.scale_at == "output" else out), weights
 
 

@@ -28,7 +28,7 @@ class LayerKnobs:
     #                                                "flipped": the other one of pre and post
     activation: str = "relu"  # relu | none | after (ReLU after ff2, none between the layers)
     causal: str = "ok"  # decoder: ok | none | unless_tgt (only when no tgt_mask is given) | diagonal (j < i)
-    #                     | future (j <= i + 1)
+    #                     | future (j <= i + 1) | or_tgt (causal | tgt_mask: the union, not the intersection)
     cross_swapped: bool = False  # decoder: cross-attention's queries from memory, keys and values from x
     route: str = "ok"  # decoder: ok | swapped | tgt_both | memory_both | no_tgt | no_memory (what each attention gets)
     attn: Knobs = RIGHT  # a mistake inside every attention sub-layer
@@ -107,6 +107,8 @@ def self_mask(x, tgt_mask, kn: LayerKnobs):
     use_causal = kn.causal not in ("none", "unless_tgt") or tgt_mask is None and kn.causal == "unless_tgt"
     if tgt_mask is None:
         return causal if use_causal else None
+    if kn.causal == "or_tgt":
+        return causal | tgt_mask
     return causal & tgt_mask if use_causal else tgt_mask
 
 

@@ -1,5 +1,4 @@
 """Stable exponent per slice, but divides by the sum over the entire tensor instead of along dim.
-step: softmax
 """
 import torch
 
