@@ -6,7 +6,8 @@
     python scripts/bench.py --skip-check # only the startup part (no torch)
 
 Targets: `attn-drill list` and `--help` within 2x of `python -c "import rich"`; a passing
-`attn-drill check` of mha within 1.25x of `python -c "import torch"`.
+`attn-drill check` of mha within 1.25x of `python -c "import torch"`; a failing one the localiser names within
+1.5x, one it can only locate within 2x.
 Every command runs with ATTN_DRILL_HOME in a fresh temp folder and its output thrown away.
 """
 
@@ -52,8 +53,14 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
         return cmds
     # failing with a diagnosis: every variant is tried and misses, then the forward hooks find the merge
     diagnosed = Path(__file__).resolve().parent.parent / "tests/corpus/mha/wrong-head-merge__permute_wrong_order.py"
+    corpus = Path(__file__).resolve().parent.parent / "tests/corpus"
+    # named by the departure (issue 20): the localiser traces the reference and the file, then names the step
+    departed = corpus / "sdpa/softmax-wrong-dim__blind_b20_rows_view.py"
+    unexplained = corpus / "sdpa/values-mismatch__blind_off_by_one_softmax.py"  # no slug: the departure is said
     good, bad, skeleton = work / "good" / "mha.py", work / "bad" / "mha.py", work / "skeleton" / "mha.py"
-    for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, diagnosed), (skeleton, paths.EXERCISES / "mha.py")):
+    named, unnamed = work / "departed" / "sdpa.py", work / "unexplained" / "sdpa.py"
+    for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, diagnosed), (skeleton, paths.EXERCISES / "mha.py"),
+                     (named, departed), (unnamed, unexplained)):
         dst.parent.mkdir(parents=True)
         shutil.copyfile(src, dst)
     cmds.update({
@@ -61,6 +68,8 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
         "check mha (passing)": exe + ["check", str(good), "--seed", "0"],
         "check mha (diagnosed)": exe + ["check", str(bad), "--seed", "0"],
         "check mha (skeleton)": exe + ["check", str(skeleton), "--seed", "0"],
+        "check sdpa (departure)": exe + ["check", str(named), "--seed", "0"],
+        "check sdpa (unexplained)": exe + ["check", str(unnamed), "--seed", "0"],
         # not a target of its own: a teacher's batch, each file in a process of its own (issue 11: within 2x
         # of one worker for all, 2.4 s for these 50 files)
         "check 50 sdpa files": exe + ["check", *batch_files(), "--exercise", "sdpa", "--json", "--seed", "0"],
@@ -102,6 +111,8 @@ RATIOS = (  # (what, baseline, target or None)
     ("check mha (passing)", "import torch", 1.25),
     ("check mha (diagnosed)", "import torch", None),
     ("check mha (skeleton)", "import torch", None),
+    ("check sdpa (departure)", "import torch", 1.5),  # issue 20: a check the localiser names, within 1.5x
+    ("check sdpa (unexplained)", "import torch", 2.0),  # and one it can only say where it departs, within 2x
 )
 
 

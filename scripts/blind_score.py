@@ -35,7 +35,10 @@ def main() -> int:
                  for r in rs]  # `path`: where the file lives now, from the repo's root
         run = subprocess.run([args.cli, "check", *files, "-e", exercise, "--json", "--no-record", "--seed", args.seed],
                              capture_output=True, text=True, timeout=1800)
-        reports = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+        try:  # one file: one report, indented; several: one report per line
+            reports = [json.loads(run.stdout)]
+        except json.JSONDecodeError:
+            reports = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
         for r, rep in zip(rs, reports):
             errors = [f for f in rep.get("findings", []) if f["level"] == "error"]
             first = errors[0]["slug"] if errors else ("PASS" if rep.get("passed") else "-")

@@ -448,8 +448,8 @@ def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
     rows = torch.arange(u.numel() // u.shape[-1]).repeat_interleave(u.shape[-1]).reshape(u.shape)[shown]
     if all(len(set(rows[label == g].tolist())) == 1 for g in range(min(len(groups), 64))):
         return None  # each group lies inside one row of keys: the softmax is over the right axis
-    size = int((label == 0).sum())
-    return (f"yours sums to 1 over groups of about {size} scores that cut across the rows of keys (a softmax over "
+    size = int(torch.bincount(label).max())
+    return (f"yours sums to 1 over groups of up to {size} scores that cut across the rows of keys (a softmax over "
             f"rows a reshape made), not over each query's keys")
 
 

@@ -69,7 +69,29 @@ def diagnose(check) -> list[Finding]:
         cause.score = max(cause.score, 1.0)
     if not any(f.level == "error" and f.score >= 0.5 for f in out):
         out.append(values_mismatch(check, out))
+    else:
+        contained(line_from_departure, check, out, out)
     return out
+
+
+# the kind of step where each mistake makes its first wrong tensor, where that is one kind
+STEP_OF = {"missing-output-projection": "output projection", "wrong-projection": "projection",
+           "softmax-wrong-dim": "softmax", "missing-scale": "scale", "wrong-scale": "scale",
+           "wrong-head-split": "head split", "wrong-head-merge": "merge", "kv-repeat-order": "kv repeat",
+           **{slug: "mask" for slug in ("missing-causal-mask", "mask-ignored", "mask-inverted", "mask-fill-zero",
+                                        "causal-diagonal", "causal-misaligned", "padding-off-by-one")}}
+
+
+def line_from_departure(check, out: list) -> None:
+    """The named mistake with no line of its own gets the departure's, when the departure is at the kind of step
+    that mistake makes wrong: the user's line that made the first tensor that differs from the reference's."""
+    errors = [f for f in out if f.level == "error"]
+    top = max(errors, key=lambda f: f.score) if errors else None
+    if top is None or top.line is not None or top.slug not in STEP_OF:
+        return
+    gone = departure(check)
+    if gone is not None and gone.line and gone.kind == STEP_OF[top.slug]:
+        top.line = gone.line
 
 
 def contained(fn, check, out: list, *args):

@@ -86,12 +86,14 @@ def mha_check(check, cls):
 
 # --- around the attention: the layer's own mistakes ----------------------------------------------
 
-def raises_too(check, f):
-    """A mistake that also raises on some cases: the exception is its evidence, and the user's line."""
+def raises_too(check, f, line_from_error: bool = True):
+    """A mistake that also raises on some cases: the exception is its evidence, and the user's line when the
+    raising line is where the mistake is (a broadcast), not where its tensor is only used (line_from_error)."""
     raised = [o for o in check.outcomes if o.error is not None]
     if f and raised:
         o = raised[0]
-        f.line = f.line or load.user_line(o.error, check.path)[0]
+        if line_from_error:
+            f.line = f.line or load.user_line(o.error, check.path)[0]
         f.evidence += (f"; on {len(raised)} of {len(check.outcomes)} cases your layer raises, as this mistake does "
                        f"there ({load.describe(o.error)}, {o.case.label})")
     return f
@@ -186,8 +188,24 @@ def causal_diagonal(check):
 @diagnosis("cross-attention-swapped", ("decoder-layer",))
 def cross_attention_swapped(check):
     f = variant_finding(check, "cross-attention-swapped", LayerKnobs(cross_swapped=True),
-                        "cross_attn(memory, x, x): queries from memory, keys and values from x")
-    return raises_too(check, f)
+                        "cross_attn(memory, x, x): queries from memory, keys and values from x",
+                        line=only_use(check.path, "cross_attn"))
+    return raises_too(check, f, line_from_error=False)  # it raises inside the attention, not where it is called
+
+
+def only_use(path, attribute: str) -> int | None:
+    """The line of the one use of self.<attribute> inside a forward(): where a sub-layer is called (or handed to
+    a helper); None when there are several (one per branch: which one ran is not known here) or none."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    lines = {node.lineno for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and fn.name == "forward"
+             for node in ast.walk(fn) if isinstance(node, ast.Attribute) and node.attr == attribute
+             and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    return lines.pop() if len(lines) == 1 else None
 
 
 @diagnosis("mask-misrouted", ("decoder-layer",))

@@ -1,5 +1,4 @@
-"""Caches the keys and values after the repeat to H heads: its own outputs are right, the cache is H/Hkv times
-too big and is not the contract's (B, Hkv, T, d)."""
+"""Returns the output still split into heads, (B, T, H, d), not (B, T, D)."""
 
 import math
 
@@ -47,19 +46,21 @@ class CachedSelfAttention(nn.Module):
         positions = torch.arange(T_past, T_past + T, device=x.device)  # (T,)
         q = apply_rope(q, positions, self.rope_base)
         k = apply_rope(k, positions, self.rope_base)
-        # keep the cache already expanded to every query head: no repeat on the next call
-        k_rep = k.repeat_interleave(H // Hkv, dim=1)
-        v_rep = v.repeat_interleave(H // Hkv, dim=1)
         if cache is not None:
-            k_rep = torch.cat([cache[0], k_rep], dim=2)
-            v_rep = torch.cat([cache[1], v_rep], dim=2)
+            # cached keys are already rotated: append along time (dim 2), never rotate them again
+            k = torch.cat([cache[0], k], dim=2)  # (B, Hkv, T_past + T, d)
+            v = torch.cat([cache[1], v], dim=2)  # (B, Hkv, T_past + T, d)
         Tk = T_past + T
+
+        # query head h reads kv head h // (H // Hkv): consecutive query heads share one kv head
+        k_rep = k.repeat_interleave(H // Hkv, dim=1)  # (B, H, Tk, d)
+        v_rep = v.repeat_interleave(H // Hkv, dim=1)  # (B, H, Tk, d)
         scores = q @ k_rep.transpose(-2, -1) / math.sqrt(d)  # (B, H, T, Tk)
         # causal, bottom-right aligned: query i is token T_past + i, so it sees keys j <= T_past + i
         visible = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(diagonal=T_past)  # (T, Tk)
         scores = scores.masked_fill(~visible, float("-inf"))
         weights = torch.softmax(scores, dim=-1)  # (B, H, T, Tk)
         y = weights @ v_rep  # (B, H, T, d)
-        y = y.transpose(1, 2).reshape(B, T, D)  # (B, T, H, d) -> (B, T, D): head h back at features [h*d, (h+1)*d)
+        y = y.transpose(1, 2)  # (B, T, H, d): the heads never merged back
         # the cache keeps the Hkv heads before the repeat: that is what GQA saves
-        return self.W_o(y), (k_rep, v_rep)
+        return self.W_o(y.flatten(2)).view(B, T, H, d), (k, v)

@@ -1,5 +1,4 @@
 """Caches the keys before RoPE and re-rotates the whole cache at 0..Tk-1 each call: outputs agree, the returned cache does not.
-step: cache
 """
 import math
 

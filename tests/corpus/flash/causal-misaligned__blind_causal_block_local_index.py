@@ -1,5 +1,4 @@
 """The causal test uses the key index inside the block (arange(ke - ks)) instead of its global index ks + j.
-step: block scores
 """
 import math
 
