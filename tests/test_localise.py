@@ -97,7 +97,7 @@ def test_a_mask_that_adds_a_constant_is_a_fill_with_its_value():
     scores, seen = _causal_scores()
     ref = [_op(scores, "scores"), _op(scores.masked_fill(~seen, float("-inf")), "mask", (0,))]
     code, how, params = relation(scores + (seen.double() - 1.0), ref[1], ref, 1)
-    assert code == "filled" and params == {"value": "the score - 1"}, how
+    assert code == "filled" and params == {"value": "their score - 1"}, how
     code, _, params = relation(scores.masked_fill(~seen, -1e3 + 1), ref[1], ref, 1)  # shown, not HIDDEN: a fill
     assert code == "filled" and params == {"value": "-999"}
 

@@ -386,7 +386,7 @@ def filled(u: torch.Tensor, r: Op, ref: list[Op]) -> tuple[str, str, dict] | Non
         if float(shift.max() - shift.min()) <= 1e-9 * max(1.0, float(shift.abs().max())):
             c = float(shift[0])
             return "filled", (f"yours adds {c:g} to the hidden scores instead of -inf (an additive mask of mask - 1?): "
-                              "hidden keys keep weight"), {"value": f"the score {'+' if c >= 0 else '-'} {abs(c):g}"}
+                              "hidden keys keep weight"), {"value": f"their score {'+' if c >= 0 else '-'} {abs(c):g}"}
     return None
 
 

@@ -8,7 +8,6 @@ or (flash) materialise a full score matrix) on at least one case.
 
 import importlib.util
 import itertools
-import math
 import os
 import sys
 import traceback

@@ -11,7 +11,6 @@ Run:  python tests/blind21/harness.py   (from the repository's root; MANIFEST.ts
 import csv
 import importlib.util
 import itertools
-import math
 import os
 import sys
 import traceback

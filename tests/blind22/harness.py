@@ -10,7 +10,6 @@ A row agrees with the manifest when:
 
 import csv
 import importlib.util
-import math
 import sys
 import traceback
 import warnings

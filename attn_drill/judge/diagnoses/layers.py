@@ -189,22 +189,28 @@ def causal_diagonal(check):
 def cross_attention_swapped(check):
     f = variant_finding(check, "cross-attention-swapped", LayerKnobs(cross_swapped=True),
                         "cross_attn(memory, x, x): queries from memory, keys and values from x",
-                        line=only_use(check.path, "cross_attn"))
+                        line=use_that_ran(check, "cross_attn"))
     return raises_too(check, f, line_from_error=False)  # it raises inside the attention, not where it is called
 
 
-def only_use(path, attribute: str) -> int | None:
-    """The line of the one use of self.<attribute> inside a forward(): where a sub-layer is called (or handed to
-    a helper); None when there are several (one per branch: which one ran is not known here) or none."""
+def use_that_ran(check, attribute: str) -> int | None:
+    """The line of forward() that uses self.<attribute> (calls the sub-layer, or hands it to a helper) on the first
+    case the user's layer gets wrong: of the uses in the source, the one whose line ran a torch call there (the
+    residual's +); None when that leaves not exactly one."""
     import ast
 
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = ast.parse(check.path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
     lines = {node.lineno for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and fn.name == "forward"
              for node in ast.walk(fn) if isinstance(node, ast.Attribute) and node.attr == attribute
              and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    if len(lines) > 1:
+        wrong = next((o for o, r in zip(check.outcomes, check.refs) if o.tracer is not None and o.outputs is not None
+                      and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), None)  # ran: its + is traced
+        ran = {line for _, line in wrong.tracer.calls} if wrong else set()
+        lines &= ran
     return lines.pop() if len(lines) == 1 else None
 
 
