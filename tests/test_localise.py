@@ -141,3 +141,11 @@ def test_a_softmax_over_rows_a_reshape_cut_across_the_keys_is_over_other_rows():
     assert code == "other-rows" and "cut across the rows" in how, how
     code, _, _ = relation(torch.softmax(scores, -2), ref[1], ref, 1)
     assert code == "other-rows"
+
+
+def test_every_relation_the_naming_reads_is_one_the_localiser_gives():
+    """A relation code misspelt in NAMED would leave its slug never named by the departure."""
+    from attn_drill.judge.diagnoses import NAMED
+    from attn_drill.judge.localise import RELATIONS
+
+    assert {relation for _, relation in NAMED} <= set(RELATIONS)

@@ -354,8 +354,8 @@ def near(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 # what differs at the departing step, as a code (Departure.relation): with the step's kind it names the mistake
-RELATIONS = ("filled", "kept-finite", "nan", "hides", "shows", "hides-and-shows", "moved", "factor", "other-step", "other-rows",
-             "arranged", "differs", "absent")
+RELATIONS = ("filled", "kept-finite", "nan", "hides", "shows", "hides-and-shows", "moved", "factor", "other-step",
+             "other-rows", "arranged", "differs", "absent")
 
 
 def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str, dict]:
@@ -377,17 +377,22 @@ def filled(u: torch.Tensor, r: Op, ref: list[Op]) -> tuple[str, str, dict] | Non
     if scores is not None and distance(kept, scores[hid]) <= SAME:
         n = int(hid.sum())
         return "shows", f"yours shows the {n} scores the reference hides, as they are", {}
-    if float(kept.max() - kept.min()) <= 1e-9 * max(1.0, float(kept.abs().max())):
+    if constant(kept):
         value = float(kept[0])
         return "filled", f"yours fills the hidden scores with {value:g}, not -inf: hidden keys keep weight", \
             {"value": f"{value:g}"}
     if scores is not None:
         shift = kept - scores[hid]
-        if float(shift.max() - shift.min()) <= 1e-9 * max(1.0, float(shift.abs().max())):
+        if constant(shift):
             c = float(shift[0])
             return "filled", (f"yours adds {c:g} to the hidden scores instead of -inf (an additive mask of mask - 1?): "
                               "hidden keys keep weight"), {"value": f"their score {'+' if c >= 0 else '-'} {abs(c):g}"}
     return None
+
+
+def constant(t: torch.Tensor) -> bool:
+    """Every entry the same number, to float64 rounding."""
+    return float(t.max() - t.min()) <= 1e-9 * max(1.0, float(t.abs().max()))
 
 
 def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
@@ -397,7 +402,8 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
             u.masked_fill(~finite, 0.0), want.masked_fill(~finite, 0.0)) <= SAME:
         vals = sorted({round(float(v), 4) for v in u[~finite].flatten()[:50]})
         shown = ", ".join(f"{v:g}" for v in vals[:3])
-        return "kept-finite", f"yours keeps finite values ({shown}) where the reference has -inf: hidden keys keep weight"
+        return "kept-finite", (f"yours keeps finite values ({shown}) where the reference has -inf: hidden keys keep "
+                               "weight")
     if r.kind == "mask" or bool((want <= HIDDEN).any()):
         said = hiding(u, want)
         if said:
@@ -438,9 +444,7 @@ def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
     shown = (u > 0) & torch.isfinite(scores)
     if int(shown.sum()) < 4 or bool(torch.isnan(u).any()):
         return None
-    offset = torch.full_like(u, float("nan"))
-    offset[shown] = (u[shown].log() - scores[shown])
-    keys = torch.round(offset[shown] * 1e6)  # entries of one group share this, to float64 rounding
+    keys = torch.round((u[shown].log() - scores[shown]) * 1e6)  # one group's entries share it (-its logsumexp)
     groups, label = torch.unique(keys, return_inverse=True)
     sums = torch.zeros(len(groups), dtype=u.dtype).index_add_(0, label, u[shown])
     if len(groups) < 2 or distance(sums, torch.ones_like(sums)) > 1e-6:

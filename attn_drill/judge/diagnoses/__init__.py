@@ -152,6 +152,16 @@ def match(check, knobs, every: bool = False, ran_only: bool = False,
     return matched, telling, worst, example, numbers
 
 
+def ran_and_differs(o, ref) -> bool:
+    """The user's code ran on this case and an output is not the reference's."""
+    return o.outputs is not None and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, ref))
+
+
+def exactly(worst: float) -> str:
+    """How closely a variant reproduces the user's outputs, in words."""
+    return "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+
+
 def failed(o) -> bool:
     """The user's code raised on this case, or gave NaN or inf: a symptom, which hides what the code does."""
     import torch
@@ -181,8 +191,8 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
         return where_it_runs(check, slug, knobs, how, line, extra, **params)
     if numbers == 0 and any(o.outputs is not None for o in check.outcomes):
         return None  # it raises where your code raises, but not one number your code gave is reproduced
-    exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
-    evidence = f"{how}: that reproduces your outputs {exact} on {matched} of {n} cases, e.g. {example.case.label}"
+    evidence = (f"{how}: that reproduces your outputs {exactly(worst)} on {matched} of {n} cases, "
+                f"e.g. {example.case.label}")
     return _finding(check, slug, evidence, example, line, extra, matched / n - min(worst, 0.01), **params)
 
 
@@ -198,19 +208,17 @@ def where_it_runs(check, slug: str, knobs, how: str, line, extra, **params) -> F
     if failing and ran >= 2:
         matched, telling, worst, example, numbers = match(check, knobs, ran_only=True)
         if matched == ran and telling and example is not None and numbers >= 2:
-            exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
-            evidence = (f"{how}: that reproduces your outputs {exact} on each of the {ran} cases where your code "
-                        f"runs, e.g. {example.case.label}")
+            evidence = (f"{how}: that reproduces your outputs {exactly(worst)} on each of the {ran} cases where your "
+                        f"code runs, e.g. {example.case.label}")
             return _finding(check, slug, evidence, example, line, extra, 0.95 - min(worst, 0.01), **params)
     wrong = {k for k, (o, r) in enumerate(zip(check.outcomes, check.refs))
-             if o.outputs is None or any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))}
+             if o.outputs is None or ran_and_differs(o, r)}
     if not 2 <= len(wrong) < n:
         return None
     matched, telling, worst, example, numbers = match(check, knobs, among=wrong)
     if matched < len(wrong) or not telling or example is None or numbers < 1:
         return None
-    exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
-    evidence = (f"{how}: that reproduces each of the {len(wrong)} cases your code gets wrong ({exact}), e.g. "
+    evidence = (f"{how}: that reproduces each of the {len(wrong)} cases your code gets wrong ({exactly(worst)}), e.g. "
                 f"{example.case.label}; your code is right on the other {n - len(wrong)} (the mistake is on a path "
                 "they do not take)")
     return _finding(check, slug, evidence, example, line, extra, 0.92 - min(worst, 0.01), **params)
@@ -314,8 +322,7 @@ def departure(check):
 
 def _departing_outcome(check):
     """The first case whose outputs differ, one that ran to finite outputs first (NaN hides what the code does)."""
-    differing = [o for o, r in zip(check.outcomes, check.refs) if o.outputs is not None
-                 and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))]
+    differing = [o for o, r in zip(check.outcomes, check.refs) if ran_and_differs(o, r)]
     return next((o for o in differing if not failed(o)), differing[0] if differing else None)
 
 
@@ -371,13 +378,13 @@ def departure_names(check, gone) -> str | None:
 def departure_cause(check) -> Finding | None:
     """When the code only raised or gave NaN (no cause found), the departure on a case where it ran to finite
     outputs may name the mistake: then it is the cause, and the symptom its evidence."""
-    if not any(not failed(o) for o in check.outcomes):
+    o = _departing_outcome(check)  # the case departure() looks at: it must have run to finite outputs
+    if o is None or failed(o):
         return None
     gone = departure(check)
     named = departure_names(check, gone)
     if not named:
         return None
-    o = _departing_outcome(check)
     return findings.make(named, f"on a case where your code runs, {o.case.label}: {gone.said()}", line=gone.line,
                          score=0.9, **gone.params)
 

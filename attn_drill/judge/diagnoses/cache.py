@@ -18,6 +18,7 @@ from attn_drill.judge import load
 from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (LOCATORS, SHAPE_CAUSES, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
+                                        ran_and_differs,
                                         variant_finding)
 from attn_drill.judge.variants.cache import SCALES, CacheKnobs, scale_of
 
@@ -367,7 +368,7 @@ def cache_wrong_contents(check):
 
     first = None
     for o, ref in zip(check.outcomes, check.refs):
-        if all(closeness(a, b) <= MATCH for a, b in zip(o.outputs or (), ref)) and o.outputs is not None:
+        if o.outputs is not None and not ran_and_differs(o, ref):
             continue
         if o.outputs is None and "k_past" in o.case.inputs:
             continue  # it raised reading the checker's cache (the contract's): a cache of another shape of its own

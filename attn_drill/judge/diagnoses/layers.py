@@ -20,7 +20,7 @@ from attn_drill import findings
 from attn_drill.judge import calls, load
 from attn_drill.judge.probes import layers as layer_hooks
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import MATCH, diagnosis, first_outcome, line_of, variant_finding
+from attn_drill.judge.diagnoses import MATCH, diagnosis, first_outcome, line_of, ran_and_differs, variant_finding
 from attn_drill.judge.variants.attention import Knobs
 from attn_drill.judge.variants.layers import PLACEMENTS, LayerKnobs
 
@@ -207,8 +207,8 @@ def use_that_ran(check, attribute: str) -> int | None:
              for node in ast.walk(fn) if isinstance(node, ast.Attribute) and node.attr == attribute
              and isinstance(node.value, ast.Name) and node.value.id == "self"}
     if len(lines) > 1:
-        wrong = next((o for o, r in zip(check.outcomes, check.refs) if o.tracer is not None and o.outputs is not None
-                      and any(closeness(a, b) > MATCH for a, b in zip(o.outputs, r))), None)  # ran: its + is traced
+        wrong = next((o for o, r in zip(check.outcomes, check.refs)
+                      if o.tracer is not None and ran_and_differs(o, r)), None)  # it ran: its residual + is traced
         ran = {line for _, line in wrong.tracer.calls} if wrong else set()
         lines &= ran
     return lines.pop() if len(lines) == 1 else None

@@ -16,7 +16,7 @@ import torch
 from attn_drill import findings
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, failed, line_of, match
+from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, exactly, failed, line_of, match
 from attn_drill.judge.probes.rope import ANGLE_TOL, FREQUENCIES, Rotation
 from attn_drill.judge.variants.attention import Knobs
 
@@ -97,11 +97,10 @@ class Verdict:
             return ""
         knobs = Knobs(rope_pairs=self.layout, rope_sign=sign, rope_positions=where, rope_freqs=how)
         matched, _, worst, _, _ = match(self.check, knobs, every=True, ran_only=self.where_it_runs)
-        exact = "exactly" if worst < 1e-9 else f"to {worst:.1e}"
         if self.where_it_runs:
-            return (f"; RoPE with {self.slips()} reproduces your outputs {exact} on each of the {matched} cases "
-                    "where your code runs")
-        return f"; RoPE with {self.slips()} reproduces your outputs {exact} on {matched} of {self.n} cases"
+            return (f"; RoPE with {self.slips()} reproduces your outputs {exactly(worst)} on each of the {matched} "
+                    "cases where your code runs")
+        return f"; RoPE with {self.slips()} reproduces your outputs {exactly(worst)} on {matched} of {self.n} cases"
 
     def slips(self) -> str:
         where, sign, how = self.combo
