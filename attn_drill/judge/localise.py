@@ -385,8 +385,8 @@ def filled(u: torch.Tensor, r: Op, ref: list[Op]) -> tuple[str, str, dict] | Non
         shift = kept - scores[hid]
         if constant(shift):
             c = float(shift[0])
-            return "filled", (f"yours adds {c:g} to the hidden scores instead of -inf (an additive mask of mask - 1?): "
-                              "hidden keys keep weight"), {"value": f"their score {'+' if c >= 0 else '-'} {abs(c):g}"}
+            return "filled", (f"yours adds {c:g} to the hidden scores instead of hiding them with -inf: hidden keys "
+                              "keep weight"), {"value": f"their score {'+' if c >= 0 else '-'} {abs(c):g}"}
     return None
 
 
