@@ -64,6 +64,8 @@ STEP_FIX: dict[str, str] = {
     "normalisation": "Divide at the end: out = acc / l, with the l of the last block.",
     "max subtraction": "Subtract each slice's own max along dim (keepdim=True), not one max for the whole tensor.",
     "exponentials": "e = exp(x - max): every exponent <= 0, the largest exactly 0.",
+    "norm": "RMSNorm: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight; no mean subtracted, eps "
+            "inside the root.",
     "step": "Recompute that step by hand on the case shown and compare it with your tensor, line by line.",
 }
 SUBLAYER = "in {sublayer}: {title}"  # a mistake inside a layer's attention sub-layer (encoder- and decoder-layer)
@@ -103,6 +105,17 @@ def without_sublayer(title: str) -> str:
 class _Params(dict):
     def __missing__(self, key: str) -> str:  # a missing parameter never breaks the wording
         return "{" + key + "}"
+
+
+def in_exercise(finding: Finding, exercise: str) -> Finding:
+    """The finding as its exercise says it: mistakes.toml's `[slug.exercise]` table replaces the title, why or fix
+    where the general words would mislead there (a causal diagonal in a sliding window is the window's edge)."""
+    own = mistakes().get(finding.slug, {}).get(exercise)
+    if isinstance(own, dict):
+        finding.title = own.get("title", finding.title)
+        finding.message = own.get("why", finding.message)
+        finding.fix = own.get("fix", finding.fix)
+    return finding
 
 
 def make(slug: str, evidence: str = "", *, line: int | None = None, score: float = 0.0,

@@ -5,9 +5,9 @@
     python scripts/bench.py --runs 15 --json
     python scripts/bench.py --skip-check # only the startup part (no torch)
 
-Targets: `attn-drill list` and `--help` within 2x of `python -c "import rich"`; a passing
-`attn-drill check` of mha within 1.25x of `python -c "import torch"`; a failing one the localiser names within
-1.5x, one it can only locate within 2x.
+Targets: `attn-drill list` and `--help` within 2x of `python -c "import rich"`; a passing `attn-drill check` of
+mha (and of sliding-window, llama-block) within 1.25x of `python -c "import torch"`; a failing one the localiser
+names within 1.5x, one it can only locate within 2x.
 Every command runs with ATTN_DRILL_HOME in a fresh temp folder and its output thrown away.
 """
 
@@ -59,8 +59,12 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
     unexplained = corpus / "sdpa/values-mismatch__blind_off_by_one_softmax.py"  # no slug: the departure is said
     good, bad, skeleton = work / "good" / "mha.py", work / "bad" / "mha.py", work / "skeleton" / "mha.py"
     named, unnamed = work / "departed" / "sdpa.py", work / "unexplained" / "sdpa.py"
+    window, window_bad = work / "window" / "sliding_window.py", work / "window_bad" / "sliding_window.py"
+    llama = work / "llama" / "llama_block.py"
     for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, diagnosed), (skeleton, paths.EXERCISES / "mha.py"),
-                     (named, departed), (unnamed, unexplained)):
+                     (named, departed), (unnamed, unexplained), (window, paths.REFERENCE / "sliding_window.py"),
+                     (window_bad, corpus / "sliding-window/window-off-by-one__ge_lower_bound.py"),
+                     (llama, paths.REFERENCE / "llama_block.py")):
         dst.parent.mkdir(parents=True)
         shutil.copyfile(src, dst)
     cmds.update({
@@ -70,6 +74,10 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
         "check mha (skeleton)": exe + ["check", str(skeleton), "--seed", "0"],
         "check sdpa (departure)": exe + ["check", str(named), "--seed", "0"],
         "check sdpa (unexplained)": exe + ["check", str(unnamed), "--seed", "0"],
+        # issue 22: the modern set, passing within 1.25x of import torch
+        "check sliding-window (passing)": exe + ["check", str(window), "--seed", "0"],
+        "check sliding-window (diagnosed)": exe + ["check", str(window_bad), "--seed", "0"],
+        "check llama-block (passing)": exe + ["check", str(llama), "--seed", "0"],
         # not a target of its own: a teacher's batch, each file in a process of its own (issue 11: within 2x
         # of one worker for all, 2.4 s for these 50 files)
         "check 50 sdpa files": exe + ["check", *batch_files(), "--exercise", "sdpa", "--json", "--seed", "0"],
@@ -113,6 +121,9 @@ RATIOS = (  # (what, baseline, target or None)
     ("check mha (skeleton)", "import torch", None),
     ("check sdpa (departure)", "import torch", 1.5),  # issue 20: a check the localiser names, within 1.5x
     ("check sdpa (unexplained)", "import torch", 2.0),  # and one it can only say where it departs, within 2x
+    ("check sliding-window (passing)", "import torch", 1.25),  # issue 22: each modern exercise, passing
+    ("check sliding-window (diagnosed)", "import torch", None),
+    ("check llama-block (passing)", "import torch", 1.25),
 )
 
 

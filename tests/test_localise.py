@@ -33,6 +33,9 @@ CASES = [
     ("mha", "mha.py", "y = y.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, H, d) -> (B, Tq, D)",
      "merged = y.flip(1).transpose(1, 2).reshape(B, Tq, D)\n        y = merged",
      "at the merge of the heads (`merged`)", "the right numbers in another arrangement"),
+    # a mask that shows one more key per row: said of the masked scores, never of the probabilities made after
+    ("sliding-window", "sliding_window.py", 'scores = scores.masked_fill(~visible, float("-inf"))',
+     'scores = scores.masked_fill(~(visible | (j == p - window)), float("-inf"))', "at the mask", "shows "),
     ("rope", "rope.py", "theta = positions.to(angle_dtype)[..., None] * inv_freq",
      "theta = (positions + 1).to(angle_dtype)[..., None] * inv_freq", "at the angles", ""),
 ]

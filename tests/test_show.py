@@ -484,3 +484,66 @@ def test_a_real_process_shows_the_kv_cache_maps(isolated):
     assert "W_v's rows one-hot by position" in r.stdout and r.stdout.count("head ") == 4
     assert "Yours matches the reference on all 4 heads." in r.stdout
     lines_fit(r.stdout)
+
+
+# -- the modern set: the band and the sink's share; the LLaMA block's attention read inside it -------------------
+def test_sliding_window_draws_the_band_and_what_the_sink_takes(in_process, tmp_path):
+    import torch
+
+    from attn_drill.judge.specs import SPECS
+    from attn_drill.judge.specs.base import reference_module
+
+    r = maps_of(user_copy(ROOT / "reference" / "sliding_window.py", tmp_path / "user"), "sliding-window", seed=4)
+    [item] = r["maps"]
+    assert item["yours"] == item["reference"]
+    spec = SPECS["sliding-window"]
+    case = spec.example(torch.Generator().manual_seed(4))
+    x = case.inputs
+    _, w = reference_module(spec.file).sliding_window_attention(x["q"], x["k"], x["v"], 3, x["sinks"])
+    assert torch.allclose(torch.tensor(item["reference"], dtype=torch.float64), w[0], atol=1e-4)
+    hs = attention_maps.heads(item)
+    for h, head in zip(hs, w[0]):
+        mine, theirs = h.rest
+        assert mine == theirs and all(abs(t - float(1 - row.sum())) < 1e-3 for t, row in zip(theirs, head))
+        assert all(t > 0.01 for t in theirs)  # each sink takes a real share
+    assert all(row[j] == 0 for head in item["reference"] for i, row in enumerate(head)
+               for j in range(len(row)) if not 0 <= i + 2 - j < 3)  # outside the band: exactly 0
+
+
+def test_a_window_off_by_one_draws_one_more_key_per_row(in_process, tmp_path):
+    f = user_copy(CORPUS / "sliding-window" / "window-off-by-one__ge_lower_bound.py", tmp_path / "user",
+                  "sliding_window.py")
+    [item] = maps_of(f, "sliding-window")["maps"]
+    shown = [sum(p > 0 for p in row) for row in item["yours"][0]]
+    want = [sum(p > 0 for p in row) for row in item["reference"][0]]
+    assert shown[-1] == want[-1] + 1
+
+
+def test_llama_block_weights_read_where_they_enter_w_o_are_the_softmax(in_process, tmp_path, monkeypatch):
+    import torch
+
+    r = maps_of(user_copy(ROOT / "reference" / "llama_block.py", tmp_path / "user"), "llama-block", seed=1)
+    [item] = r["maps"]
+    assert item["yours"] == item["reference"] and not item["note"]
+    for head in item["reference"]:
+        for i, row in enumerate(head):
+            assert abs(sum(row) - 1) < 1e-3 and all(p == 0 for p in row[i + 1:])  # causal: nothing after i
+    bad = user_copy(CORPUS / "llama-block" / "causal-diagonal__one_future.py", tmp_path / "bad", "llama_block.py")
+    [item] = maps_of(bad, "llama-block", seed=1)["maps"]
+    assert any(row[i + 1] > 0 for head in item["yours"] for i, row in enumerate(head[:-1]))
+    assert torch.tensor(item["yours"]).shape == torch.tensor(item["reference"]).shape
+
+
+def test_the_sink_line_is_drawn_only_where_a_row_leaves_a_share():
+    from rich.console import Console
+
+    from attn_drill.render.show import show
+
+    full = [[[1.0, 0.0], [0.4, 0.6]]]
+    sunk = [[[0.7, 0.0], [0.2, 0.3]]]
+    for ref, said in ((full, False), (sunk, True)):
+        out = Console(width=80, record=True, color_system=None)
+        show(out, {"case": "c", "maps": [{"name": "weights", "yours": ref, "reference": ref, "note": ""}]}, "x",
+             "f.py", 0)
+        text = out.export_text()
+        assert ("sink takes .30 .50" in text) is said and ("sink takes =" in text) is said

@@ -231,6 +231,29 @@ def flash(spec, gen) -> Setup:
                  [("flash_attention(q, k, v, causal=True, block_size)", prepare)])
 
 
+def sliding_window(spec, gen) -> Setup:
+    B, H, Tq, Tk, d, window = 2, 3, 5, 9, 4, 6  # Tk - Tq = 4 < window: the first queries' windows are cut
+    inputs = {"q": _randn(gen, B, H, Tq, d), "k": _randn(gen, B, H, Tk, d), "v": _randn(gen, B, H, Tk, d),
+              "sinks": _randn(gen, H)}
+    case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "window": window})
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "window": window},
+                 "q (B, H, Tq, d), k and v (B, H, Tk, d), window, sinks (H,)",
+                 [("sliding_window_attention(q, k, v, window, sinks)", _function(spec, case))])
+
+
+def llama_block(spec, gen) -> Setup:
+    B, H, Hkv, T, d, d_ff = 2, 6, 3, 5, 4, 7  # D = 24; no size equals another (d/2 = 2 is RoPE's own literal)
+    D = H * d
+    config = {"d_model": D, "num_heads": H, "num_kv_heads": Hkv, "d_ff": d_ff, "rope_base": 10000.0, "eps": 1e-6}
+    from attn_drill.judge.specs.llama_block import block_params
+
+    positions = 1 + torch.randperm(20, generator=gen)[:T].sort().values  # uneven, not from 0
+    case = Case("", {"x": _randn(gen, B, T, D), "positions": positions},
+                {"B": B, "H": H, "Hkv": Hkv, "T": T, "d": d, "D": D, "d_ff": d_ff}, config, block_params(gen, config))
+    return Setup({"B": B, "H": H, "Hkv": Hkv, "T": T, "d": d, "D": D, "d_ff": d_ff},
+                 "x (B, T, D), positions (T,)", [("forward(x, positions)", _module(spec, case))])
+
+
 def self_attention(spec, gen) -> Setup:
     sizes = {"B": 4, "T": 5, "dim": 11, "dk": 6, "dv": 7}
     config = {"dim": 11, "dk": 6, "dv": 7, "bias": True}
@@ -282,4 +305,5 @@ def decoder_layer(spec, gen) -> Setup:
 
 SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
           "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
-          "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer}
+          "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer,
+          "sliding-window": sliding_window, "llama-block": llama_block}

@@ -34,6 +34,8 @@ SCALING = {"__truediv__", "div", "__mul__", "mul", "__rmul__", "true_divide", "d
 MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "add", "__iadd__"}
 SOFTMAX = {"softmax", "_softmax", "exp", "log_softmax"}
 REPEAT = {"repeat_interleave", "repeat"}
+BEFORE_SOFTMAX = {"scores", "scale", "mask"}  # kinds of step made before any softmax
+MASK_RELATIONS = {"shows", "hides", "hides-and-shows", "kept-finite", "filled", "moved"}
 LINEAR = {"linear", "addmm"}
 # kinds read off the call itself, which a spec's step_names never rename
 STRUCTURE = {"projection", "output projection", "scores", "weighted sum", "head split", "merge"}
@@ -121,6 +123,7 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None)
     seen_softmax = seen_product = False
     memo: dict[tuple, str] = {}
     boolish: list[bool] = []
+    arranged: list[bool] = []  # by op: a layout of the inputs alone
     for op in ops:
         # a bool tensor, or one made from bool tensors only (mask.float(), an additive bias built from a mask)
         boolish.append(op.boolean or bool(op.parents) and all(boolish[p] for p in op.parents))
@@ -132,7 +135,11 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None)
         raw = memo[key]
         seen_softmax |= raw == "softmax"
         seen_product |= raw == "weighted sum"
-        op.kind = raw if raw in STRUCTURE else (names or {}).get(var, raw)
+        # a spec may rename by variable any step but the structure read off the call; a "head split" that only
+        # arranges an input itself (rope's pairs, a sink logit per head: no projection made it) is its own step
+        arranged.append(raw == "head split" and all(arranged[p] for p in op.parents))
+        renamable = raw not in STRUCTURE or arranged[-1]
+        op.kind = (names or {}).get(var, raw) if renamable else raw
         op.aux = boolish[-1]
         op.label = _said(op.kind, var)
 
@@ -311,6 +318,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
     after = max(sources, default=-1)
     fed = descendants(user, sources)
     taken = {h for h in hits if h is not None}  # tensors of the user's that are already another step
+    made = {j for j, u in enumerate(user) if u.name in SOFTMAX}
+    normalised = made | descendants(user, made)  # probabilities, or made from them: no score is left at -inf there
     near_ones = []
     for j, u in enumerate(user):
         skipped = j in sources  # the step left out: the tensor it starts from stands for it
@@ -323,6 +332,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
     best, best_key = None, None
     for (unfed, d), j, view, laid, skipped in listed:
         code, how, params = relation(view, r, ref, i)
+        if r.kind in BEFORE_SOFTMAX and j in normalised and code in MASK_RELATIONS:
+            code, how, params = "differs", _differs(view, r.out), {}  # a probability's 0 is no score left at -inf
         key = (unfed, code == "differs", user[j].name != r.name, skipped, d)  # same call: same step
         if best_key is None or key < best_key:
             best, best_key = (j, code, how, laid, params), key
@@ -424,8 +435,12 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
             return "other-rows", said
     if u.numel() and distance(u.flatten().sort().values, want.flatten().sort().values) <= SAME:
         return "arranged", "yours holds the right numbers in another arrangement"
+    return "differs", _differs(u, want)
+
+
+def _differs(u: torch.Tensor, want: torch.Tensor) -> str:
     d = (u - want).abs().nan_to_num(float("inf"))
-    return "differs", f"yours differs by up to {float(d.max()):.3g} (relative L2 {distance(u, want):.2g})"
+    return f"yours differs by up to {float(d.max()):.3g} (relative L2 {distance(u, want):.2g})"
 
 
 def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
@@ -465,8 +480,9 @@ def hiding(u: torch.Tensor, want: torch.Tensor) -> tuple[str, str] | None:
     extra, missed = int((hid_u & ~hid_r).sum()), int((hid_r & ~hid_u).sum())
     if not extra and not missed:
         return None
-    if missed and not extra and distance(u.masked_fill(hid_r, 0.0), want.masked_fill(hid_r, 0.0)) <= SAME:
-        return None  # only the fill differs: said below ("keeps finite values")
+    if missed == int(hid_r.sum()) and not extra and distance(u.masked_fill(hid_r, 0.0),
+                                                               want.masked_fill(hid_r, 0.0)) <= SAME:
+        return None  # every hidden score kept finite, the rest right: only the fill differs (said by _relation)
     parts = [f"shows {missed} of the {int(hid_r.sum())} scores the reference hides"] if missed else []
     parts += [f"hides {extra} scores the reference shows"] if extra else []
     if extra and missed and bool((hid_u.sum(-1) == hid_r.sum(-1)).all()):

@@ -99,7 +99,10 @@ def _user_call(path: Path, spec, fn):
 
 
 def pick_case(spec, gen) -> Case:
-    """The first of the spec's cases with at most MAX_T queries and keys (else its first), with a mask if one does."""
+    """The spec's own example (spec.example), else the first of its cases with at most MAX_T queries and keys (else
+    its first), with a mask if one does."""
+    if hasattr(spec, "example"):
+        return spec.example(gen)
     cases = spec.cases(gen)
 
     def size(c):
@@ -292,7 +295,57 @@ def _finding(slug: str, evidence: str, spec):
     return findings.make(slug, evidence, score=1.0, name=spec.name, expected=spec.expected_return(), what="out")
 
 
-VALUES = {"flash": flash, "kv-cache": kv_cache}
+def llama(spec, target, path, gen) -> dict:
+    """The block's attention: W_v's output one-hot by token in every kv head, and W_o's input (the merged heads)
+    read by a hook, so the residual and the feed-forward around it do not matter."""
+    from attn_drill.judge.specs.llama_block import block_params
+
+    B, H, Hkv, d, T = 1, 4, 2, 8, 6  # T <= d: every position has a one-hot value
+    config = {"d_model": H * d, "num_heads": H, "num_kv_heads": Hkv, "d_ff": 24, "rope_base": 10000.0, "eps": 1e-6}
+    positions = torch.tensor([0, 1, 3, 4, 8, 9])
+    case = Case("", {"x": torch.randn(B, T, H * d, generator=gen, dtype=torch.float64), "positions": positions},
+                {"B": B, "H": H, "Hkv": Hkv, "T": T, "d": d, "D": H * d}, config, block_params(gen, config))
+
+    def heads_of(module):
+        onehot, seen = torch.eye(T, d, dtype=torch.float64), {}
+
+        def values(_mod, inputs, _out):  # (B, T, D) -> (B, T, Hkv * d): token t's value is e_t in every kv head
+            seen["W_v"] = True
+            return onehot[None].to(inputs[0].dtype).repeat(inputs[0].size(0), 1, Hkv)
+
+        def merged(_mod, inputs):
+            seen["W_o"] = inputs[0].detach().clone()
+
+        hooks = [module.W_v.register_forward_hook(values), module.W_o.register_forward_pre_hook(merged)]
+        try:
+            module(case.inputs["x"].clone(), positions.clone())
+        finally:
+            for h in hooks:
+                h.remove()
+        y = seen.get("W_o")
+        return (None if y is None or "W_v" not in seen else y.view(B, T, H, d).transpose(1, 2)), seen
+
+    def yours():
+        module, bad = spec.build(target, case, torch.float64)
+        if bad:
+            raise Unusable(bad)
+        return heads_of(module)
+
+    mine, _ = _user_call(path, spec, yours)
+    module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
+    with torch.no_grad():
+        ref, _ = heads_of(module)
+    label = f"B={B} H={H} Hkv={Hkv} T={T} d={d}, positions {positions.tolist()}"
+    how = "your attention's output with W_v's rows one-hot by token, read where it enters W_o"
+    if mine is None:
+        item = pair("weights", None, ref[..., :T], note="your forward does not call self.W_v and self.W_o as layers, "
+                    "so the values could not be made one-hot: there are no weights of yours to draw")
+    else:
+        item = pair("weights", mine[..., :T], ref[..., :T], values=mine)
+    return {"case": label, "batch": 0, "maps": [item], "how": how}
+
+
+VALUES = {"flash": flash, "kv-cache": kv_cache, "llama-block": llama}
 
 
 def values(spec, target, path, gen) -> dict:

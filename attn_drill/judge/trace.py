@@ -39,7 +39,9 @@ HOOKS = frozenset({("attn_drill.judge.specs.masks", "ReadsOnMeta.__torch_functio
                    ("attn_drill.judge.probes.modules", "_record.<locals>.hook"),
                    ("attn_drill.judge.show", "hooked.<locals>.record.<locals>.hook"),  # attn-drill show's hooks
                    ("attn_drill.judge.show", "_kv_steps.<locals>.values"),
-                   ("attn_drill.judge.show", "_kv_steps.<locals>.identity")})
+                   ("attn_drill.judge.show", "_kv_steps.<locals>.identity"),
+                   ("attn_drill.judge.show", "llama.<locals>.heads_of.<locals>.values"),
+                   ("attn_drill.judge.show", "llama.<locals>.heads_of.<locals>.merged")})
 
 
 class Tracer(TorchFunctionMode):

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 DIFF = 0.05  # a weight farther than this from the reference's is marked
 ENTROPY_DIFF = 0.05  # bits
+REST = 5e-3  # a row of the reference summing to less than 1 by more than this leaves a share to a sink (the worker
+#              sends weights rounded to 4 decimals: a row of 8 that sums to 1 may be off by 4e-4)
 
 
 def row_entropy(row: list) -> float | None:
@@ -70,6 +72,18 @@ class Head:
     @property
     def same(self) -> bool:
         return self.yours is not None and not self.cells and not self.tops
+
+    @property
+    def rest(self) -> tuple[list | None, list] | None:
+        """What each query's weights leave of 1 (a sink's share), yours and the reference's; None when every row of
+        the reference sums to 1."""
+        def left(m):
+            return [None if any(p is None for p in row) else 1.0 - sum(row) for row in m]
+
+        ref = left(self.reference)
+        if all(r is None or abs(r) < REST for r in ref):
+            return None
+        return (left(self.yours) if self.yours is not None else None), ref
 
     @property
     def size(self) -> int:

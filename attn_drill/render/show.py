@@ -47,8 +47,15 @@ def _header(result: dict, ex_id: str, path: str, seed: int) -> Table:
     grid.add_row("weights", text(f"{result.get('how', '')}; rows = queries, columns = keys"))
     grid.add_row("shades", Text(f"blank = 0 (a hidden key), ░ ▒ ▓ █ up to 1, ? = NaN; top = each query's "
                                 f"strongest key; entropy in bits, the mean over the queries; * and red = differs "
-                                f"from the reference (by > {DIFF:g})"))
+                                f"from the reference (by > {DIFF:g})" + SINK_SAID * _has_sink(result)))
     return grid
+
+
+SINK_SAID = "; sink takes = each query's share left to the sink, 1 - its row's sum"
+
+
+def _has_sink(result: dict) -> bool:
+    return any(h.rest is not None for item in result.get("maps") or [] for h in heads(item))
 
 
 def _map_width(keys: int) -> int:
@@ -114,6 +121,14 @@ def _verdict(h: Head, width: int) -> list[tuple[str, str]]:
             parts.append("top key differs at " + " ".join(f"q{i}" for i in h.tops))
         what, style = "✗ " + "; ".join(parts), "red"
     out = [(line, "") for line in textwrap.wrap(ent, width - 2, initial_indent="  ", subsequent_indent="  ")]
+    if h.rest is not None:  # a sink: the share of each query's row it takes (1 - the row's sum), q0 first
+        def said(xs):
+            return " ".join("  -" if x is None else f"{x:.2f}".removeprefix("0") for x in xs)
+        mine, theirs = h.rest
+        if mine is None or all(a is not None and b is not None and abs(a - b) <= DIFF for a, b in zip(mine, theirs)):
+            out.append((f"  sink takes {said(theirs)}", ""))
+        else:
+            out += [(f"  sink takes {said(mine)} (yours)", "red"), (f"             {said(theirs)} (reference)", "")]
     return out + [(line, style) for line in textwrap.wrap(what, width - 2, initial_indent="  ",
                                                           subsequent_indent="    ")]
 

@@ -71,15 +71,20 @@ def diagnose(check) -> list[Finding]:
         out.append(values_mismatch(check, out))
     else:
         contained(line_from_departure, check, out, out)
-    return out
+    return [findings.in_exercise(f, check.spec.id) for f in out]
 
 
-# the kind of step where each mistake makes its first wrong tensor, where that is one kind
+# the kind of step where each mistake makes its first wrong tensor, where that is one kind (None: any kind)
 STEP_OF = {"missing-output-projection": "output projection", "wrong-projection": "projection",
            "softmax-wrong-dim": "softmax", "missing-scale": "scale", "wrong-scale": "scale",
            "wrong-head-split": "head split", "wrong-head-merge": "merge", "kv-repeat-order": "kv repeat",
            **{slug: "mask" for slug in ("missing-causal-mask", "mask-ignored", "mask-inverted", "mask-fill-zero",
-                                        "causal-diagonal", "causal-misaligned", "padding-off-by-one")}}
+                                        "causal-diagonal", "causal-misaligned", "padding-off-by-one")},
+           # the sink's first wrong tensor is whatever step it joins wrongly (the scores, the softmax, the weights)
+           "sink-ignored": None, "sink-misapplied": None,
+           # a norm or a feed-forward written wrong makes its first wrong tensor inside the helper, whatever its kind
+           **{slug: None for slug in ("rmsnorm-mean-subtracted", "rmsnorm-eps-misplaced", "swiglu-gate-swapped",
+                                      "swiglu-wrong-activation")}}
 
 
 def line_from_departure(check, out: list) -> None:
@@ -90,7 +95,7 @@ def line_from_departure(check, out: list) -> None:
     if top is None or top.line is not None or top.slug not in STEP_OF:
         return
     gone = departure(check)
-    if gone is not None and gone.line and gone.kind == STEP_OF[top.slug]:
+    if gone is not None and gone.line and STEP_OF[top.slug] in (None, gone.kind):
         top.line = gone.line
 
 
@@ -389,6 +394,6 @@ def departure_cause(check) -> Finding | None:
                          score=0.9, **gone.params)
 
 
-for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "layers",
-                "misplaced", "generic"):
+for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",
+                "llama", "layers", "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

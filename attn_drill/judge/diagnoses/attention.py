@@ -15,9 +15,10 @@ from attn_drill.judge.variants.attention import Knobs
 # the exercises these diagnoses run for: attention that returns its weights, and those of it with heads
 ATTENTION = ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position")
 MODULES = ("mha", "mha-fused", "gqa", "mha-dims", "relative-position")
+WINDOWED = ("sliding-window",)  # attention that returns its weights, its mask built inside from a window
 
 
-@diagnosis("softmax-wrong-dim", ATTENTION)
+@diagnosis("softmax-wrong-dim", ATTENTION + WINDOWED)
 def softmax_wrong_dim(check):
     for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
                      (0, "softmax over dim=0"), (2, "softmax over dim=2 (the queries of 4-D scores)")):
@@ -44,7 +45,7 @@ def mask_ignored(check):
     return variant_finding(check, "mask-ignored", Knobs(mask="ignored"), "the same attention with no mask at all")
 
 
-@diagnosis("mask-after-softmax", ATTENTION)
+@diagnosis("mask-after-softmax", ATTENTION + WINDOWED)
 def mask_after_softmax(check):
     line = line_of(first_masked(check), MASKING | {"__mul__", "mul"}, last=True)
     f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
@@ -132,7 +133,7 @@ def missing_output_projection(check):
 
 
 def first_masked(check):
-    return next((o for o in check.outcomes if o.case.masked and o.error is None), None)
+    return next((o for o in check.outcomes if check.spec.hides(o.case) and o.error is None), None)
 
 
 # --- the scale: fitted from the weights the user returns --------------------------------------
@@ -154,20 +155,28 @@ def fit_scale(weights: torch.Tensor, raw: torch.Tensor, visible: torch.Tensor | 
     return float((xc * yc).sum()) / denom if denom > 0 else None
 
 
-@diagnosis(("missing-scale", "wrong-scale"), ATTENTION)
+@diagnosis(("missing-scale", "wrong-scale"), ATTENTION + WINDOWED)
 def scale(check):
     """The weights are softmax(s * q k^T) for a fitted s other than 1/sqrt(d)."""
-    fitted = []
+    fitted, unfitted = [], []
     for o in check.outcomes:
         if o.outputs is None:
             return None
         s = fit_scale(o.outputs[1], check.spec.raw_scores(o.case), check.spec.visible(o.case))
-        if s is None:
-            return None
+        if s is None:  # every row sees one key (a window of 1): its weights hold no scale
+            unfitted.append(o)
+            continue
         var = check.spec.variant(o.case, Knobs(scale=s))
         if check.spec.distance(o.outputs, var, var) > MATCH:
             return None  # the weights are not softmax(s * q k^T): not (only) a scale mistake
         fitted.append((o, s))
+    if len(fitted) < 2:
+        return None
+    for o in unfitted:  # such a case must still be what a scale fitted elsewhere (on the same d) gives
+        scales = {s for f, s in fitted if f.case.dims["d"] == o.case.dims["d"]} or {s for _, s in fitted}
+        if not any(check.spec.distance(o.outputs, var, var) <= MATCH
+                   for var in (check.spec.variant(o.case, Knobs(scale=s)) for s in scales)):
+            return None
     return scale_finding(check, fitted, line_of(fitted[0][0], SCORES))
 
 

@@ -21,7 +21,7 @@ import torch
 
 from attn_drill.judge.diagnoses import (MASKING, departure, diagnosis, first_outcome, golden, line_of, match,
                                         variant_finding)
-from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, first_masked
+from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, WINDOWED, first_masked
 from attn_drill.judge.variants.attention import Knobs
 from attn_drill.judge.variants.cache import CacheKnobs
 from attn_drill.judge.variants.flash import FlashKnobs
@@ -35,7 +35,7 @@ AFTER = {"weights": "1/sqrt(d) applied to the weights after the softmax (the sco
          "output": "1/sqrt(d) applied to the attention's output after the softmax (the scores left unscaled)"}
 
 
-@diagnosis("scale-after-softmax", ATTENTION + ("kv-cache", "flash"))
+@diagnosis("scale-after-softmax", ATTENTION + WINDOWED + ("kv-cache", "flash"))
 def scale_after_softmax(check):
     line = line_of(first_outcome(check), SCALING, last=True)
     for at, how in AFTER.items():
@@ -75,7 +75,7 @@ def fitted_fill(check) -> float | None:
 FILLS = {"masked_fill", "masked_fill_", "where"}
 
 
-@diagnosis("mask-fill-zero", ATTENTION)
+@diagnosis("mask-fill-zero", ATTENTION + WINDOWED)
 def mask_fill_zero(check):
     fill = fitted_fill(check)
     if fill is None or not -50.0 < fill < 50.0:

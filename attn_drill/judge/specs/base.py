@@ -176,6 +176,27 @@ def check_signature(obj, name: str, args: tuple, kwargs: dict, expected: str) ->
     return None
 
 
+def check_layer(spec, module, name: str, weight: tuple, bias: tuple | None, case: Case) -> Finding | None:
+    """The contract's layer `name` (dotted: ffn.w1) exists with a weight of this shape and a bias of this shape
+    (None: no bias); the finding that says otherwise, or None."""
+    try:
+        sub = module.get_submodule(name)
+    except AttributeError:
+        sub = None
+    if not isinstance(getattr(sub, "weight", None), torch.Tensor):
+        return findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies the "
+                             "reference's weights in by these names)", score=1.0, name=f"self.{name}",
+                             where=f"in __init__, as {spec.layer_text(name)}")
+    b = getattr(sub, "bias", None)
+    has = isinstance(b, torch.Tensor)
+    if tuple(sub.weight.shape) != weight or has != (bias is not None) or has and tuple(b.shape) != bias:
+        got = f"weight {tuple(sub.weight.shape)}, bias {tuple(b.shape) if has else None}"
+        want = f"weight {weight}, " + (f"bias {bias}" if bias is not None else "no bias")
+        return findings.make("wrong-signature", f"self.{name} is {got} for {spec.constructor(case)}; expected {want}",
+                             score=1.0, name=f"self.{name}", expected=spec.layer_text(name))
+    return None
+
+
 def resolve_function(module, name: str, expected: str, calls, missing: str = "") -> tuple:
     """(the user's function `name`, None), or (None, the finding) when it is absent, not callable, or cannot
     be called in one of the ways `calls` lists: the (args, kwargs) the checker will use. `missing` is added
@@ -255,6 +276,10 @@ class Spec:
         c.inputs["mask"] = mask
         c.label += ", query 1 sees no key"
         return c
+
+    def hides(self, case: Case) -> bool:
+        """Whether the correct answer hides some keys on this case (a mask given, or one the code must build)."""
+        return case.masked
 
     def distance(self, a: tuple, b: tuple, var: tuple) -> float:
         """How far outputs a are from outputs b (either may be a variant's `var`): the worst relative L2

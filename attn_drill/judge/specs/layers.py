@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from attn_drill import findings
 from attn_drill.judge.variants import layers as variants_layers
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
+from attn_drill.judge.specs.base import Case, ModuleSpec, check_layer, random_mask, random_params
 from attn_drill.judge.trace import FORBIDDEN
 from attn_drill.judge.variants.layers import LayerKnobs
 
@@ -103,22 +102,8 @@ class LayerSpec(ModuleSpec):
         return None
 
     def _check_one(self, module, name, weight, bias, case):
-        try:
-            sub = module.get_submodule(name)
-        except AttributeError:
-            sub = None
-        if not isinstance(getattr(sub, "weight", None), torch.Tensor):
-            missing = findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies "
-                                    "the reference's weights in by these names)", score=1.0, name=f"self.{name}",
-                                    where=f"in __init__, as {self.layer_text(name)}")
-            return self._tutorial(module, name, missing)
-        b = getattr(sub, "bias", None)
-        if tuple(sub.weight.shape) != weight or not isinstance(b, torch.Tensor) or tuple(b.shape) != bias:
-            got = f"weight {tuple(sub.weight.shape)}, bias {None if b is None else tuple(b.shape)}"
-            return findings.make("wrong-signature", f"self.{name} is {got} for {self.constructor(case)}; expected "
-                                 f"weight {weight}, bias {bias}", score=1.0, name=f"self.{name}",
-                                 expected=self.layer_text(name))
-        return None
+        bad = check_layer(self, module, name, weight, bias, case)
+        return self._tutorial(module, name, bad) if bad and bad.slug == "missing-name" else bad
 
     def build(self, cls, case, dtype, device="cpu"):
         c = case.config

@@ -1,0 +1,23 @@
+"""The mask given a trailing axis, (Tq, Tk, 1): it does not broadcast against (B, H, Tq, Tk)."""
+
+import math
+
+import torch
+
+
+def sliding_window_attention(q, k, v, window, sinks=None):
+    B, H, Tq, d = q.shape
+    Tk = k.size(-2)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    pos = torch.arange(Tq, device=q.device)[:, None] + (Tk - Tq)
+    key = torch.arange(Tk, device=q.device)[None, :]
+    allowed = (key <= pos) & (key > pos - window)
+    allowed = allowed[:, :, None]
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    if sinks is not None:
+        col = sinks.view(1, H, 1, 1).expand(B, H, Tq, 1)
+        scores = torch.cat([scores, col], dim=-1)
+    probs = torch.softmax(scores, dim=-1)
+    weights = probs[..., :Tk]
+    out = weights @ v
+    return out, weights

@@ -1,0 +1,21 @@
+"""The window's softmax divided by 1 + exp(sink)."""
+
+import math
+
+import torch
+
+
+def sliding_window_attention(q, k, v, window, sinks=None):
+    B, H, Tq, d = q.shape
+    Tk = k.size(-2)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+    pos = torch.arange(Tq, device=q.device)[:, None] + (Tk - Tq)
+    key = torch.arange(Tk, device=q.device)[None, :]
+    allowed = (key <= pos) & (key > pos - window)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    if sinks is not None:
+        probs = probs / (1 + torch.exp(sinks.view(1, H, 1, 1)))
+    weights = probs[..., :Tk]
+    out = weights @ v
+    return out, weights
