@@ -219,8 +219,10 @@ def test_the_worker_dies_with_the_cli(isolated, how, batch):
     loop = isolated / "endless.py"
     loop.write_text("open('looping', 'w').close()\nwhile True:\n    pass\n")
     files = ([str(correct(isolated / "ok.py"))] if batch else []) + [str(loop)]
+    # a terminal's default for SIGHUP, whatever this run inherited (under nohup it is ignored, and so the CLI would be)
     proc = subprocess.Popen([attn_drill_script(), "check", *files, "-e", "sdpa", "--timeout", "600"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     seen: set[int] = set()
     try:
         end = time.monotonic() + LIMIT
