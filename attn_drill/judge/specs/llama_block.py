@@ -41,17 +41,13 @@ class LlamaBlockSpec(ModuleSpec):
 
     def resolve(self, module):
         cls, bad = super().resolve(module)
-        if bad is None:  # every argument by the contract's names, and forward without positions too
+        if bad is None:  # eps by its name, forward without positions, and the two helpers the checker may call
             bad = check_signature(cls, self.name, (16, 4, 2, 24), {"rope_base": 500.0, "eps": 0.1}, self.signature) \
-                or check_signature(cls.forward, f"{self.name}.forward", (None, 1), {}, self.forward[2])
-            if bad:
-                return None, bad
-        if bad is None:  # the two helpers the checker may call on their own
-            for name in ("RMSNorm", "SwiGLU"):
-                if not isinstance(getattr(module, name, None), type):
-                    return None, findings.make("missing-name", f"no top-level class `{name}` in your file",
-                                               score=1.0, name=name)
-        return cls, bad
+                or check_signature(cls.forward, f"{self.name}.forward", (None, 1), {}, self.forward[2]) \
+                or next((findings.make("missing-name", f"no top-level class `{name}` in your file", score=1.0,
+                                       name=name)
+                         for name in ("RMSNorm", "SwiGLU") if not isinstance(getattr(module, name, None), type)), None)
+        return (None, bad) if bad else (cls, None)
 
     def cases(self, gen):
         def case(B, H, Hkv, T, d, d_ff, eps, positions, base=10000.0):

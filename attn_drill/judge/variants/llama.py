@@ -95,6 +95,3 @@ def block(params: dict, x, positions, config: dict, knobs: LlamaKnobs = RIGHT_BL
     h = attn(norm("attn_norm", x)) + (0 if knobs.residual == "no_attn" else x)
     return ffn(norm("ffn_norm", h)) + (0 if knobs.residual == "no_ffn" else h)
 
-
-def default_positions(x) -> torch.Tensor:
-    return torch.arange(x.size(1))
