@@ -228,7 +228,7 @@ class Check:
                     self.add(f)
                 gone = diagnoses.departure(self)
                 said = any(f.slug == "values-mismatch" for f in self.report.findings)
-                if gone and not said:  # a values-mismatch says it in its own evidence
+                if gone and not said and diagnoses.agrees(self.report.findings, gone):  # (values-mismatch says it)
                     first_bad += f"; {gone.said()}"
             raise Stop(first_bad)
         stale = probes.new_values(self)

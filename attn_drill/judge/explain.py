@@ -254,6 +254,22 @@ def llama_block(spec, gen) -> Setup:
                  "x (B, T, D), positions (T,)", [("forward(x, positions)", _module(spec, case))])
 
 
+def mla(spec, gen) -> Setup:
+    # no size equals another (d_rope/2 = 4 is none of them; d = d_nope + d_rope is the query head's width)
+    B, H, T_past, T_new, r, dn, dr, dv, D = 3, 5, 9, 7, 11, 6, 8, 10, 13
+    config = {"d_model": D, "num_heads": H, "kv_rank": r, "d_nope": dn, "d_rope": dr, "d_v": dv, "rope_base": 10000.0}
+    from attn_drill.judge.specs.mla import mla_params
+
+    inputs = {"x": _randn(gen, B, T_new, D), "c_past": _randn(gen, B, T_past, r), "pe_past": _randn(gen, B, T_past, dr),
+              "z": _randn(gen, B, T_new, r)}
+    dims = {"B": B, "H": H, "T": T_new, "T_past": T_past, "steps": (T_new,), "r": r}
+    case = Case("", inputs, dims, config, mla_params(gen, config))
+    return Setup({"B": B, "H": H, "T_past": T_past, "T_new": T_new, "kv_rank": r, "d_nope": dn, "d_rope": dr,
+                  "d_v": dv, "d": dn + dr, "D": D},
+                 "x (B, T_new, D), cache (c_kv, k_pe) of T_past tokens",
+                 [("forward(x, cache)", _module(spec, case))])
+
+
 def self_attention(spec, gen) -> Setup:
     sizes = {"B": 4, "T": 5, "dim": 11, "dk": 6, "dv": 7}
     config = {"dim": 11, "dk": 6, "dv": 7, "bias": True}
@@ -306,4 +322,4 @@ def decoder_layer(spec, gen) -> Setup:
 SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
           "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
           "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer,
-          "sliding-window": sliding_window, "llama-block": llama_block}
+          "sliding-window": sliding_window, "llama-block": llama_block, "mla": mla}

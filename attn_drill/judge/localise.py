@@ -51,6 +51,7 @@ class Op:
     label: str = ""  # reference only: the step, in words
     kind: str = ""  # reference only: projection | head split | scores | scale | mask | softmax | ...
     aux: bool = False  # reference only: a boolean helper (a mask derived from the input mask), not a step
+    free: bool = False  # made from no data: only from shapes and constants (arange, the RoPE frequencies)
 
 
 @dataclass
@@ -82,13 +83,16 @@ class Recorder:
         inplace = name.endswith("_") or name.startswith("__i")
         if not inplace and args and isinstance(args[0], torch.Tensor) and out is args[0]:
             return  # x.to(x.dtype), x.contiguous(): the same tensor handed back is no new step
-        parents = tuple(sorted({self.made[id(t)] for t in _tensors((args, kwargs)) if id(t) in self.made}))
+        read = list(_tensors((args, kwargs)))
+        parents = tuple(sorted({self.made[id(t)] for t in read if id(t) in self.made}))
+        # no input, weight or cache read, and only from tensors made that way
+        free = all(id(t) in self.made for t in read) and all(self.ops[p].free for p in parents)
         for t in _tensors(out):
             if t.is_floating_point() or t.dtype == torch.bool:
                 self.alive.append(t)  # held, so that no later tensor gets its id
                 self.made[id(t)] = len(self.ops)
                 self.ops.append(Op(line, name, t.detach().to("cpu", torch.float64, copy=True), parents,
-                                   boolean=t.dtype == torch.bool))
+                                   boolean=t.dtype == torch.bool, free=free))
 
 
 def record(path: Path, call, skip: set[int] = frozenset()) -> list[Op]:
@@ -325,6 +329,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
         skipped = j in sources  # the step left out: the tensor it starts from stands for it
         if not skipped and (j <= after or j in taken) or u.out.numel() != r.out.numel():
             continue
+        if r.free and not u.free:  # a step made from constants alone (the frequencies) is never one made from data
+            continue
         for view, laid in layouts(u.out, r.out.shape):
             near_ones.append(((j not in fed and not skipped, near(view, r.out)), j, view, laid, skipped))
     near_ones.sort(key=lambda c: c[0])
@@ -338,7 +344,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
         if best_key is None or key < best_key:
             best, best_key = (j, code, how, laid, params), key
     if best is None:
-        line = next((u.line for u in user[after + 1:]), None)
+        # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's
+        line = next((u.line for u in user[after + 1:]), None) if sources else None
         return Departure(r.label, r.kind, line, f"none of your tensors from there on holds the reference's "
                                                 f"{r.out.numel()} numbers {tuple(r.out.shape)}", "absent")
     j, code, how, laid, params = best

@@ -345,7 +345,53 @@ def llama(spec, target, path, gen) -> dict:
     return {"case": label, "batch": 0, "maps": [item], "how": how}
 
 
-VALUES = {"flash": flash, "kv-cache": kv_cache, "llama-block": llama}
+def mla(spec, target, path, gen) -> dict:
+    """The attention over a prefill and decode calls, each fed the cache the call before returned: W_kv_b's value
+    rows solved so that every token's value is one-hot (v_t = e_t from the normalised latents, T <= kv_rank), and
+    W_o the identity, so the output is the merged heads' weights. Only weights are set: it works for the naive
+    form and the absorbed one alike."""
+    from attn_drill.judge.specs.mla import mla_params
+    from attn_drill.judge.variants import mla as variants_mla
+
+    B, H, r, dn, dr, dv = 1, 4, 10, 4, 4, 8
+    T, D = sum(KV_STEPS), H * dv  # T <= dv: every token has a one-hot value; W_o (D, H * dv) is the identity
+    config = {"d_model": D, "num_heads": H, "kv_rank": r, "d_nope": dn, "d_rope": dr, "d_v": dv, "rope_base": 100.0}
+    params = mla_params(gen, config)
+    x = torch.randn(B, T, D, generator=gen, dtype=torch.float64)
+    c = variants_mla.run(params, x, config, (T,))[1][0]  # (T, r): the normalised latents
+    v_rows = torch.eye(dv, T, dtype=torch.float64) @ torch.linalg.pinv(c.T)  # (dv, r): v_t = e_t
+    w = params["W_kv_b.weight"].view(H, dn + dv, r).clone()
+    w[:, dn:] = v_rows
+    params["W_kv_b.weight"], params["W_o.weight"] = w.view(H * (dn + dv), r), torch.eye(D, dtype=torch.float64)
+    dims = {"B": B, "H": H, "r": r, "T": T, "T_past": 0, "steps": KV_STEPS}
+    case = Case("", {"x": x, "z": torch.ones(B, 1, r, dtype=torch.float64)}, dims, config, params)
+
+    def heads_of(module):
+        outs, cache, start = [], None, 0
+        for n in KV_STEPS:
+            out, cache = _kv_call(module, x[:, start:start + n].clone(), cache, spec)
+            outs.append(out)
+            start += n
+        return torch.cat(outs, dim=1).view(B, T, H, dv).transpose(1, 2)  # (B, H, T, dv): [.., i, j] = weight
+
+    def yours():
+        module, bad = spec.build(target, case, torch.float64)
+        if bad:
+            raise Unusable(bad)
+        return heads_of(module)
+
+    mine = _user_call(path, spec, yours)
+    module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
+    with torch.no_grad():
+        ref = heads_of(module)
+    label = (f"B={B} H={H} kv_rank={r} d_nope={dn} d_rope={dr} d_v={dv}: a prefill of {KV_STEPS[0]} tokens, then "
+             f"calls of {' and '.join(map(str, KV_STEPS[1:]))}, each fed the cache the call before returned")
+    how = "your output with W_kv_b's value rows chosen so each token's value is one-hot, and W_o the identity"
+    return {"case": label, "batch": 0, "maps": [pair("weights", mine[..., :T], ref[..., :T], values=mine)],
+            "how": how}
+
+
+VALUES = {"flash": flash, "kv-cache": kv_cache, "llama-block": llama, "mla": mla}
 
 
 def values(spec, target, path, gen) -> dict:

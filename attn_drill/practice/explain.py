@@ -33,17 +33,19 @@ MAX_QUESTIONS = 5
 MAX_SHAPES = 3
 
 # Every symbol a case may use (judge/explain.py), and other names typed for them: --answers is checked with it.
-SYMBOLS = ("B", "H", "Hkv", "T", "Tq", "Tk", "T_past", "T_new", "d", "dv", "D", "block_size")
+SYMBOLS = ("B", "H", "Hkv", "T", "Tq", "Tk", "T_past", "T_new", "d", "dv", "D", "block_size", "kv_rank", "d_nope",
+           "d_rope", "d_v")
 ALIASES = {"block": "block_size", "bs": "block_size", "dk": "d", "d_model": "D", "n_heads": "H"}
 
 # Real sizes for the cost question: a 7B-class model (LLaMA-2 7B with GQA's 8 kv heads), fp16.
 REAL = {"B": 1, "H": 32, "Hkv": 8, "T": 4096, "Tq": 4096, "Tk": 4096, "T_past": 4095, "T_new": 1, "d": 128,
-        "dv": 128, "D": 4096, "block_size": 128}
+        "dv": 128, "D": 4096, "block_size": 128,
+        "kv_rank": 512, "d_nope": 128, "d_rope": 64, "d_v": 128}  # mla: DeepSeek-V3's latent and head widths
 BYTES = {"bool": 1, "int64": 8}  # per entry; any float is asked as fp16, 2 bytes
 
 QUERY = {"Tq", "T", "T_new", "block_size"}  # the axis of the queries
 KEY = {"Tk", "T", "T_past+T_new", "block_size"}  # the axis of the keys
-HEAD_DIM = {"d", "dv"}
+HEAD_DIM = {"d", "dv", "d_v"}
 HEADS = {"H", "Hkv", "B*H"}
 MATMUL = {"matmul", "__matmul__", "__rmatmul__", "bmm", "einsum", "baddbmm", "mm", "tensordot"}
 SOFTMAX = {"softmax", "_softmax", "exp", "exp_", "log_softmax", "logsumexp"}
@@ -79,6 +81,8 @@ CONCEPTS = {"scale": "scaling-why", "mask-fill": "masks-neg-inf-not-zero", "repe
             "cache": "kv-why", "rope": "rope-relative", "reduce": "softmax-max-subtract",
             "stable": "softmax-max-subtract", "split": "heads-split", "merge": "heads-merge",
             "weights": "softmax-dim", "mask": "masks-cache-alignment"}
+# exercise -> tag -> its own bank question, where the general one misses the point of the exercise
+EXERCISE_CONCEPTS = {"mla": {"cache": "mla-cache-bytes", "rope": "mla-decoupled-rope"}}
 CONCEPT_ORDER = ("scale", "mask-fill", "repeat", "cache", "rope", "stable", "reduce", "split", "merge", "weights",
                  "mask")
 
@@ -93,7 +97,7 @@ def size_names(symbols: dict[str, int]) -> dict[int, str]:
     for literal in (1, 2, 3):  # the 2 of RoPE's halves, the 3 of q|k|v: never a size of the case
         names.setdefault(literal, str(literal))
     keys = list(symbols)
-    for a in ("d", "dv"):
+    for a in ("d", "dv", "d_rope"):
         if a in symbols and symbols[a] % 2 == 0:
             names.setdefault(symbols[a] // 2, f"{a}/2")
     lengths = [s for s in keys if s.startswith("T")]
@@ -426,7 +430,7 @@ def tags_of(names: list[str], calls: list[Op], dtype: str, symbols: dict) -> lis
         tags.append("reduce")
     elif ops & {"max", "amax", "logsumexp"} and ops & {"sub", "__sub__", "__rsub__"}:
         tags.append("stable")  # x - x.max(...): the row's max subtracted
-    if any("d/2" == n for n in names) or ops & {"cos", "sin", "polar", "view_as_complex"}:
+    if any(n in ("d/2", "d_rope/2") for n in names) or ops & {"cos", "sin", "polar", "view_as_complex"}:
         tags.append("rope")
     if "cat" in ops and any("T_past" in n for n in names):
         tags.append("cache")
@@ -574,7 +578,7 @@ def cost_question(cands: list[Line], rng: random.Random) -> dict | None:
 
 
 def concept_questions(cands: list[Line], symbols: dict, rng: random.Random,
-                      avoid: set[str] = frozenset()) -> list[dict]:
+                      avoid: set[str] = frozenset(), exercise: str = "") -> list[dict]:
     """Bank questions about what the user's lines do (why sqrt(d) at the scale, why -inf at the mask), the
     likeliest to matter first (the seed orders the first two)."""
     from attn_drill.practice import questions
@@ -583,7 +587,8 @@ def concept_questions(cands: list[Line], symbols: dict, rng: random.Random,
     found = []
     for tag in CONCEPT_ORDER:
         c = next((c for c in cands if tag in c.tags), None)
-        qid = "flash-rescale" if tag == "reduce" and "block_size" in symbols else CONCEPTS[tag]
+        qid = "flash-rescale" if tag == "reduce" and "block_size" in symbols else \
+            EXERCISE_CONCEPTS.get(exercise, {}).get(tag, CONCEPTS[tag])
         if c is not None and qid in bank and qid not in avoid and qid not in {q[1] for q in found}:
             found.append((c, qid))
     if len(found) > 1 and rng.random() < 0.5:
@@ -600,7 +605,7 @@ def from_trace(trace: dict, source: str, seed: int, breaks: list[dict] = (),
     rng = random.Random(seed)
     cands = candidates(trace, source)
     breaks = [b for b in breaks if _well_formed(b)][:2]
-    concepts = concept_questions(cands, trace["symbols"], rng, avoid)
+    concepts = concept_questions(cands, trace["symbols"], rng, avoid, trace.get("exercise", ""))
     why = [q for q in (cost_question(cands, rng), *concepts[:1]) if q]
     if breaks:
         why = why[:1] if len(why) < 2 else [rng.choice(why)]

@@ -489,11 +489,14 @@ def choice_text(slug: str, title: str) -> str:
     return f"{title}: {CONSEQUENCE[slug]}" if slug in CONSEQUENCE else title
 
 
-def _slug_choice(slug: str) -> str:
-    """A diagnosis of the exercise as a wrong choice, in findings.py's words."""
+def _slug_choice(slug: str, exercise: str = "") -> str:
+    """A diagnosis of the exercise as a wrong choice, in findings.py's words (the exercise's own, where it has
+    them: mla's missing scale is sqrt(d_nope + d_rope))."""
     if slug == "exception":
         return "an error: RuntimeError"
-    return choice_text(slug, findings.WORDING[slug][1].format(**CHOICE_PARAMS.get(slug, {})))
+    own = findings.mistakes().get(slug, {}).get(exercise)
+    title = own.get("title") if isinstance(own, dict) else None
+    return choice_text(slug, (title or findings.WORDING[slug][1]).format(**CHOICE_PARAMS.get(slug, {})))
 
 
 def what_breaks(path: Path, exercise: str, seed: int, limit: int = 2, *,
@@ -598,7 +601,7 @@ def _question(m: Mutant, report, exercise: str, source: str, verdicts: list[str]
     rng.shuffle(rest)
     spare = [s for s in _MODULE if s not in pool + rest]  # never fewer than four choices
     for slug in pool + rest + spare:
-        text = _slug_choice(slug) if slug in findings.WORDING else None
+        text = _slug_choice(slug, exercise) if slug in findings.WORDING else None
         if slug in named or text is None or text == right or text in wrong:
             continue
         wrong.append(text)

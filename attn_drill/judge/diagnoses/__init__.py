@@ -84,7 +84,29 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "sink-ignored": None, "sink-misapplied": None,
            # a norm or a feed-forward written wrong makes its first wrong tensor inside the helper, whatever its kind
            **{slug: None for slug in ("rmsnorm-mean-subtracted", "rmsnorm-eps-misplaced", "swiglu-gate-swapped",
-                                      "swiglu-wrong-activation")}}
+                                      "swiglu-wrong-activation")},
+           # mla (a tuple: any of these kinds): a layout departs at a head split, the latent's norm at the norm
+           "mla-kv-layout": ("head split",), "mla-latent-not-normalised": ("norm", "projection"),
+           "mla-rope-misplaced": ("frequencies", "angles", "pairs", "rotation"),
+           # RoPE's own: the frequencies, the angles from the positions, the pairs, the turn
+           "rope-wrong-frequencies": ("frequencies",), "rope-positions-ignored": ("positions", "angles"),
+           "rope-interleaved": ("pairs", "rotation"), "rope-wrong-direction": ("rotation", "pairs")}
+
+
+def kinds_of(slug: str) -> tuple[str, ...] | None:
+    """The kinds of step where `slug` makes its first wrong tensor; None: any kind, or not known."""
+    kinds = STEP_OF.get(slug)
+    return kinds if kinds is None or isinstance(kinds, tuple) else (kinds,)
+
+
+def agrees(out: list, gone) -> bool:
+    """The departure can be said beside the named mistake: it is at a kind of step that mistake makes wrong (or the
+    mistake's kind is not known). A mistake confirmed by a whole variant outranks a departure the localiser found
+    elsewhere, which would then be a sentence about another step."""
+    errors = [f for f in out if f.level == "error"]
+    top = max(errors, key=lambda f: f.score) if errors else None
+    kinds = kinds_of(top.slug) if top is not None else None
+    return kinds is None or gone.kind in kinds
 
 
 def line_from_departure(check, out: list) -> None:
@@ -95,7 +117,8 @@ def line_from_departure(check, out: list) -> None:
     if top is None or top.line is not None or top.slug not in STEP_OF:
         return
     gone = departure(check)
-    if gone is not None and gone.line and STEP_OF[top.slug] in (None, gone.kind):
+    kinds = kinds_of(top.slug)
+    if gone is not None and gone.line and (kinds is None or gone.kind in kinds):
         top.line = gone.line
 
 
@@ -320,7 +343,8 @@ def departure(check):
         if o is not None and getattr(check, "target", None) is not None and getattr(check.spec, "localise", True):
             from attn_drill import paths
 
-            check._departure = localise.locate(check.spec, check.target, o.case, check.path,
+            case = check.spec.localised(o.case) if hasattr(check.spec, "localised") else o.case
+            check._departure = localise.locate(check.spec, check.target, case, check.path,
                                                paths.REFERENCE / check.spec.file)
     return check._departure
 
@@ -395,5 +419,5 @@ def departure_cause(check) -> Finding | None:
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",
-                "llama", "layers", "misplaced", "generic"):
+                "llama", "mla", "layers", "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

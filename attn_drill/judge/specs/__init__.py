@@ -12,6 +12,7 @@ from attn_drill.judge.specs.masks import MasksSpec
 from attn_drill.judge.specs.mha import MHASpec
 from attn_drill.judge.specs.mha_dims import MHADimsSpec
 from attn_drill.judge.specs.mha_fused import FusedSpec
+from attn_drill.judge.specs.mla import MLASpec
 from attn_drill.judge.specs.relative_position import RelPosSpec
 from attn_drill.judge.specs.rope import RopeSpec
 from attn_drill.judge.specs.sdpa import SDPASpec
@@ -21,4 +22,5 @@ from attn_drill.judge.specs.softmax import SoftmaxSpec
 
 SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(),
                                     KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec(),
-                                    EncoderLayerSpec(), DecoderLayerSpec(), SlidingWindowSpec(), LlamaBlockSpec())}
+                                    EncoderLayerSpec(), DecoderLayerSpec(), SlidingWindowSpec(), LlamaBlockSpec(),
+                                    MLASpec())}

@@ -311,7 +311,8 @@ class Spec:
 
 
 SAMPLE = {"d_model": 12, "num_heads": 4, "num_kv_heads": 2, "bias": True, "rope_base": 10000.0,
-          "dim": 12, "dk": 5, "dv": 3, "max_distance": 2, "d_ff": 24, "norm_first": False}  # bound, never run
+          "dim": 12, "dk": 5, "dv": 3, "max_distance": 2, "d_ff": 24, "norm_first": False,
+          "kv_rank": 8, "d_nope": 4, "d_rope": 4, "d_v": 3}  # bound, never run
 
 
 def grouped_layer_shapes(config: dict) -> dict[str, tuple[int, int]]:

@@ -1,0 +1,68 @@
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        ms = x.pow(2).mean(-1, keepdim=True)
+        return self.weight * x / torch.sqrt(ms + self.eps)
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+class MultiHeadLatentAttention(nn.Module):
+    def __init__(self, d_model: int, num_heads: int, kv_rank: int, d_nope: int, d_rope: int, d_v: int,
+                 rope_base: float = 10000.0):
+        super().__init__()
+        self.num_heads = num_heads
+        self.kv_rank = kv_rank
+        self.d_nope, self.d_rope, self.d_v = d_nope, d_rope, d_v
+        self.rope_base = rope_base
+        self.W_q = nn.Linear(d_model, num_heads * (d_nope + d_rope), bias=False)
+        self.W_kv_a = nn.Linear(d_model, kv_rank + d_rope, bias=False)
+        self.kv_norm = RMSNorm(kv_rank, eps=1e-6)
+        self.W_kv_b = nn.Linear(kv_rank, num_heads * (d_nope + d_v), bias=False)
+        self.W_o = nn.Linear(num_heads * d_v, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        B, T, _ = x.shape
+        H = self.num_heads
+        past = 0 if cache is None else cache[0].shape[1]
+
+        acc = torch.float64 if x.dtype == torch.float64 else torch.float32
+        inv_freq = 1.0 / self.rope_base ** (torch.arange(0, self.d_rope, 2, device=x.device, dtype=acc) / self.d_rope)
+        freqs = torch.arange(past, past + T, device=x.device, dtype=acc)[:, None] * inv_freq
+        emb = torch.cat([freqs, freqs], dim=-1)
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+        q = self.W_q(x).view(B, T, H, self.d_nope + self.d_rope)
+        q_nope, q_pe = q.split([self.d_nope, self.d_rope], dim=-1)
+        q_pe = q_pe * cos[:, None] + rotate_half(q_pe) * sin[:, None]
+        c_kv, k_pe = self.W_kv_a(x).split([self.kv_rank, self.d_rope], dim=-1)
+        c_kv = self.kv_norm(c_kv)
+        k_pe = k_pe * cos + rotate_half(k_pe) * sin
+        if cache is not None:
+            c_kv = torch.cat([cache[0], c_kv], dim=1)
+            k_pe = torch.cat([cache[1], k_pe], dim=1)
+        S = c_kv.shape[1]
+
+        k_nope, v = self.W_kv_b(c_kv).view(B, S, H, -1).split([self.d_nope, self.d_v], dim=-1)
+        # scores laid out (B, T, H, S)
+        scores = torch.einsum("bthd,bshd->bths", q_nope, k_nope) + torch.einsum("bthr,bsr->bths", q_pe, k_pe)
+        scores = scores / math.sqrt(self.d_nope + self.d_rope)
+        allowed = torch.arange(S, device=x.device)[None, :] <= torch.arange(past, past + T, device=x.device)[:, None]
+        scores = scores.masked_fill(~allowed[:, None, :], torch.finfo(scores.dtype).min)
+        attn = F.softmax(scores, dim=2)  # MISTAKE
+        out = torch.einsum("bths,bshd->bthd", attn, v)
+        return self.W_o(out.reshape(B, T, H * self.d_v)), (c_kv, k_pe)
