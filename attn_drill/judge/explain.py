@@ -254,6 +254,14 @@ def llama_block(spec, gen) -> Setup:
                  "x (B, T, D), positions (T,)", [("forward(x, positions)", _module(spec, case))])
 
 
+def alibi(spec, gen) -> Setup:
+    B, H, Tq, Tk, d = 2, 6, 5, 9, 8  # 6 heads: the slopes' rule for a count that is not a power of 2 runs
+    inputs = {"q": _randn(gen, B, H, Tq, d), "k": _randn(gen, B, H, Tk, d), "v": _randn(gen, B, H, Tk, d)}
+    case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "causal": True})
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d}, "q (B, H, Tq, d), k and v (B, H, Tk, d), causal=True",
+                 [("alibi_attention(q, k, v, causal=True)", _function(spec, case))])
+
+
 def mla(spec, gen) -> Setup:
     # no size equals another (d_rope/2 = 4 is none of them; d = d_nope + d_rope is the query head's width)
     B, H, T_past, T_new, r, dn, dr, dv, D = 3, 5, 9, 7, 11, 6, 8, 10, 13
@@ -322,4 +330,5 @@ def decoder_layer(spec, gen) -> Setup:
 SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fused": mha_fused, "gqa": gqa,
           "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
           "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer,
-          "sliding-window": sliding_window, "llama-block": llama_block, "mla": mla}
+          "sliding-window": sliding_window, "llama-block": llama_block, "mla": mla,
+          "alibi": alibi}

@@ -90,7 +90,10 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "mla-rope-misplaced": ("frequencies", "angles", "pairs", "rotation"),
            # RoPE's own: the frequencies, the angles from the positions, the pairs, the turn
            "rope-wrong-frequencies": ("frequencies",), "rope-positions-ignored": ("positions", "angles"),
-           "rope-interleaved": ("pairs", "rotation"), "rope-wrong-direction": ("rotation", "pairs")}
+           "rope-interleaved": ("pairs", "rotation"), "rope-wrong-direction": ("rotation", "pairs"),
+           # alibi: the slopes, or the bias made from them
+           "alibi-slopes": ("slopes", "bias"), "alibi-sign": ("bias",), "alibi-key-only": ("bias",),
+           "alibi-bias-scaled": ("bias", "scale")}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
@@ -419,5 +422,5 @@ def departure_cause(check) -> Finding | None:
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",
-                "llama", "mla", "layers", "misplaced", "generic"):
+                "llama", "mla", "alibi", "layers", "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in
