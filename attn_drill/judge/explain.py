@@ -262,6 +262,14 @@ def alibi(spec, gen) -> Setup:
                  [("alibi_attention(q, k, v, causal=True)", _function(spec, case))])
 
 
+def linear_attention(spec, gen) -> Setup:
+    B, H, T, d, dv = 2, 3, 29, 4, 6  # causal: T > d * dv, so the running sums are allowed
+    inputs = {"q": _randn(gen, B, H, T, d), "k": _randn(gen, B, H, T, d), "v": _randn(gen, B, H, T, dv)}
+    case = Case("", inputs, {"B": B, "H": H, "T": T, "d": d, "dv": dv, "causal": True, "eps": 1e-6})
+    return Setup({"B": B, "H": H, "T": T, "d": d, "dv": dv}, "q, k (B, H, T, d), v (B, H, T, dv), causal=True",
+                 [("linear_attention(q, k, v, causal=True)", _function(spec, case))])
+
+
 def mla(spec, gen) -> Setup:
     # no size equals another (d_rope/2 = 4 is none of them; d = d_nope + d_rope is the query head's width)
     B, H, T_past, T_new, r, dn, dr, dv, D = 3, 5, 9, 7, 11, 6, 8, 10, 13
@@ -331,4 +339,4 @@ SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fus
           "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
           "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer,
           "sliding-window": sliding_window, "llama-block": llama_block, "mla": mla,
-          "alibi": alibi}
+          "alibi": alibi, "linear-attention": linear_attention}

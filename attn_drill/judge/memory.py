@@ -41,7 +41,7 @@ class TensorTooLarge(RuntimeError):
     def __init__(self, alloc: Allocation, limit: int):
         self.alloc, self.limit = alloc, limit
         super().__init__(f"the checker stopped your code: {alloc.op} made a {alloc.shape} tensor, {alloc.per_head} "
-                         f"entries per (batch, head); Tq * Tk = {limit} or more is not allowed (flash attention "
+                         f"entries per (batch, head); Tq * Tk = {limit} or more is not allowed (this exercise "
                          f"never holds the whole score matrix)")
 
 
@@ -56,9 +56,10 @@ class Allocations(TorchDispatchMode):
     `heads` = (B, H): a tensor laid out (B, H, ...) or (B * H, ...) holds B * H heads' worth of entries."""
 
     def __init__(self, user_file: str | None = None, limit: int | None = None, heads: tuple[int, int] = (1, 1),
-                 stop: bool = True, deadline: float | None = None):
+                 stop: bool = True, deadline: float | None = None, tokens: int | None = None):
         super().__init__()
         self.user_file, self.limit, self.heads, self.stop, self.deadline = user_file, limit, heads, stop, deadline
+        self.tokens = tokens  # T: a leading axis of B * H * T (batch, heads and positions flattened) is per head too
         self.live: dict[int, int] = {}  # storage id -> bytes, while it is alive
         self._refs: dict[int, weakref.ref] = {}
         self.now = self.peak = 0
@@ -99,7 +100,8 @@ class Allocations(TorchDispatchMode):
 
     def _size(self, func, t: torch.Tensor, entries: int) -> None:
         B, H = self.heads
-        lead = tuple(t.shape[:2]) == (B, H) or (t.dim() > 0 and t.shape[0] == B * H)
+        flat = (B * H, B * H * self.tokens) if self.tokens else (B * H,)
+        lead = tuple(t.shape[:2]) == (B, H) or (t.dim() > 0 and t.shape[0] in flat)
         per_head = entries // (B * H) if t.dim() >= 3 and lead else entries
         over = self.limit is not None and per_head >= self.limit
         if not over and self.biggest is not None and entries <= self.biggest.entries:

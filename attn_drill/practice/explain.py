@@ -83,6 +83,8 @@ CONCEPTS = {"scale": "scaling-why", "mask-fill": "masks-neg-inf-not-zero", "repe
             "weights": "softmax-dim", "mask": "masks-cache-alignment"}
 # exercise -> tag -> its own bank question, where the general one misses the point of the exercise
 EXERCISE_CONCEPTS = {"mla": {"cache": "mla-cache-bytes", "rope": "mla-decoupled-rope"}}
+# exercise -> the bank question its round always asks (on its last line): what the exercise exists for
+ALWAYS = {"linear-attention": "linear-attention-cost"}
 CONCEPT_ORDER = ("scale", "mask-fill", "repeat", "cache", "rope", "stable", "reduce", "split", "merge", "weights",
                  "mask")
 
@@ -422,7 +424,8 @@ def tags_of(names: list[str], calls: list[Op], dtype: str, symbols: dict) -> lis
         tags.append("repeat")
     # a reshape that moves features into heads; a slice alone (flash's key block k[:, :, j:j + bs]) is no split
     moves = ops & (RESHAPE - {"__getitem__"})
-    if set(names) & HEADS and set(names) & HEAD_DIM and moves and "weighted-sum" not in tags:
+    tokens = set(names) & (QUERY | KEY | {"T_past", "Tk"})  # a head split keeps the tokens: a (d, dv) state is none
+    if set(names) & HEADS and set(names) & HEAD_DIM and tokens and moves and "weighted-sum" not in tags:
         tags.append("split")
     if len(names) == 3 and names[1] in QUERY and names[2] == "D" and ops & RESHAPE and "linear" not in ops:
         tags.append("merge")
@@ -593,6 +596,9 @@ def concept_questions(cands: list[Line], symbols: dict, rng: random.Random,
             found.append((c, qid))
     if len(found) > 1 and rng.random() < 0.5:
         found[:2] = found[1::-1]
+    own = ALWAYS.get(exercise)
+    if own in bank and own not in avoid and cands:
+        found = [(cands[-1], own)] + [f for f in found if f[1] != own]
     return [{"kind": "concept", "line": c.line, "code": c.code, "prompt": bank[qid].question,
              "choices": list(bank[qid].choices), "answer": bank[qid].answer - 1, "explain": bank[qid].explanation,
              "bank_id": qid} for c, qid in found]
@@ -607,8 +613,9 @@ def from_trace(trace: dict, source: str, seed: int, breaks: list[dict] = (),
     breaks = [b for b in breaks if _well_formed(b)][:2]
     concepts = concept_questions(cands, trace["symbols"], rng, avoid, trace.get("exercise", ""))
     why = [q for q in (cost_question(cands, rng), *concepts[:1]) if q]
-    if breaks:
-        why = why[:1] if len(why) < 2 else [rng.choice(why)]
+    if breaks:  # one why-question: the exercise's own when it has one
+        own = [q for q in why if q.get("bank_id") == ALWAYS.get(trace.get("exercise", ""))]
+        why = own or (why[:1] if len(why) < 2 else [rng.choice(why)])
     n_shapes = min(MAX_SHAPES, MAX_QUESTIONS - len(breaks) - len(why))
     shapes = [shape_question(c, trace["symbols"]) for c in pick_shapes(cands, n_shapes, rng)]
     if len(shapes) + len(why) + len(breaks) < 4:  # a short file: one more why, on another line if there is one

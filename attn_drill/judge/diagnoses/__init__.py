@@ -93,7 +93,12 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "rope-interleaved": ("pairs", "rotation"), "rope-wrong-direction": ("rotation", "pairs"),
            # alibi: the slopes, or the bias made from them
            "alibi-slopes": ("slopes", "bias"), "alibi-sign": ("bias",), "alibi-key-only": ("bias",),
-           "alibi-bias-scaled": ("bias", "scale")}
+           "alibi-bias-scaled": ("bias", "scale"),
+           # linear-attention: the feature map, the normaliser, the sums
+           "linear-feature-map": ("feature map",), "linear-no-normaliser": ("normaliser", "numerator"),
+           # a leak is a sum over the wrong keys: the localiser's first differing tensor is seldom the sum itself
+           # (a chunked scan, a column of ones carrying z), so it gives the leak no line and no sentence
+           "linear-causal-leak": ()}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
@@ -422,5 +427,5 @@ def departure_cause(check) -> Finding | None:
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",
-                "llama", "mla", "alibi", "layers", "misplaced", "generic"):
+                "llama", "mla", "alibi", "linear", "layers", "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

@@ -8,6 +8,7 @@ from attn_drill.judge.specs.flash import FlashSpec
 from attn_drill.judge.specs.gqa import GQASpec
 from attn_drill.judge.specs.kv_cache import KVCacheSpec
 from attn_drill.judge.specs.layers import DecoderLayerSpec, EncoderLayerSpec
+from attn_drill.judge.specs.linear_attention import LinearAttentionSpec
 from attn_drill.judge.specs.llama_block import LlamaBlockSpec
 from attn_drill.judge.specs.masks import MasksSpec
 from attn_drill.judge.specs.mha import MHASpec
@@ -24,4 +25,4 @@ from attn_drill.judge.specs.softmax import SoftmaxSpec
 SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(),
                                     KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec(),
                                     EncoderLayerSpec(), DecoderLayerSpec(), SlidingWindowSpec(), LlamaBlockSpec(),
-                                    MLASpec(), AlibiSpec())}
+                                    MLASpec(), AlibiSpec(), LinearAttentionSpec())}
