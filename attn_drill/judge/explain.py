@@ -270,6 +270,16 @@ def linear_attention(spec, gen) -> Setup:
                  [("linear_attention(q, k, v, causal=True)", _function(spec, case))])
 
 
+def attention_backward(spec, gen) -> Setup:
+    B, H, Tq, Tk, d, dv = 2, 3, 5, 7, 4, 6  # Tq != Tk and d != dv: every gradient's shape names its axes
+    inputs = {"q": _randn(gen, B, H, Tq, d), "k": _randn(gen, B, H, Tk, d), "v": _randn(gen, B, H, Tk, dv),
+              "dout": _randn(gen, B, H, Tq, dv), "mask": random_mask(gen, B, 1, Tq, Tk)}
+    case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "dv": dv})
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "dv": dv},
+                 "q (B, H, Tq, d), k (B, H, Tk, d), v (B, H, Tk, dv), dout (B, H, Tq, dv), mask",
+                 [("attention_backward(q, k, v, dout, mask)", _function(spec, case))])
+
+
 def mla(spec, gen) -> Setup:
     # no size equals another (d_rope/2 = 4 is none of them; d = d_nope + d_rope is the query head's width)
     B, H, T_past, T_new, r, dn, dr, dv, D = 3, 5, 9, 7, 11, 6, 8, 10, 13
@@ -339,4 +349,5 @@ SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fus
           "rope": rope, "kv-cache": kv_cache, "flash": flash, "self-attention": self_attention, "mha-dims": mha_dims,
           "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer,
           "sliding-window": sliding_window, "llama-block": llama_block, "mla": mla,
-          "alibi": alibi, "linear-attention": linear_attention}
+          "alibi": alibi, "linear-attention": linear_attention,
+          "attention-backward": attention_backward}

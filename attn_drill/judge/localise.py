@@ -342,16 +342,19 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
             code, how, params = "differs", _differs(view, r.out), {}  # a probability's 0 is no score left at -inf
         key = (unfed, code == "differs", user[j].name != r.name, skipped, d)  # same call: same step
         if best_key is None or key < best_key:
-            best, best_key = (j, code, how, laid, params), key
+            best, best_key = (j, code, how, laid, params, skipped), key
     if best is None:
         # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's
         line = next((u.line for u in user[after + 1:]), None) if sources else None
         return Departure(r.label, r.kind, line, f"none of your tensors from there on holds the reference's "
                                                 f"{r.out.numel()} numbers {tuple(r.out.shape)}", "absent")
-    j, code, how, laid, params = best
+    j, code, how, laid, params, skipped = best
     if laid and code != "arranged":
         how += f" ({laid})"
-    return Departure(r.label, r.kind, user[j].line, how, code, params)
+    # a step left out is stood for by the tensor it starts from, which is right: its line is where the step belonged
+    # only when the model answer computes both on one line (a scale dropped from `s = q @ k^T * scale`)
+    beside = any(hits[p] == j and ref[p].line == r.line for p in r.parents)
+    return Departure(r.label, r.kind, user[j].line if not skipped or beside else None, how, code, params)
 
 
 def descendants(ops: list[Op], roots: set[int]) -> set[int]:

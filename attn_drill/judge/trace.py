@@ -75,7 +75,7 @@ class Tracer(TorchFunctionMode):
             raise audit.CheckerReached(f"attn-drill stopped this: your code {what}")
         self.calls.append((name, line))
         for key, what in self.forbidden.items():
-            if key in name:
+            if (name == key[1:] if key.startswith("=") else key in name):  # "=grad": that exact name only
                 self.forbidden_calls.append((what, line))
         kwargs = kwargs or {}
         out = func(*args, **kwargs)

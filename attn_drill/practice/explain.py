@@ -60,7 +60,7 @@ COSMETIC = {"to", "contiguous", "float", "double", "half", "type_as", "clone", "
 
 # tag -> (priority as a shape question, why the shape is what it is)
 TAGS = {
-    "scores": (10, "one score per (query, key): q (.., {q}, d) times k^T (.., d, {k})"),
+    "scores": (10, "one number per (query, key): (.., {q}, x) times (.., x, {k}), the shared axis x summed away"),
     "split": (9, "the heads split apart: D becomes H x d, and H moves before the tokens"),
     "merge": (9, "the heads merged back: H next to d again, then H x d joined into D"),
     "repeat": (9, "each kv head repeated H/Hkv times, so K and V line up with the H query heads"),
@@ -84,7 +84,7 @@ CONCEPTS = {"scale": "scaling-why", "mask-fill": "masks-neg-inf-not-zero", "repe
 # exercise -> tag -> its own bank question, where the general one misses the point of the exercise
 EXERCISE_CONCEPTS = {"mla": {"cache": "mla-cache-bytes", "rope": "mla-decoupled-rope"}}
 # exercise -> the bank question its round always asks (on its last line): what the exercise exists for
-ALWAYS = {"linear-attention": "linear-attention-cost"}
+ALWAYS = {"linear-attention": "linear-attention-cost", "attention-backward": "backward-rowsum-why"}
 CONCEPT_ORDER = ("scale", "mask-fill", "repeat", "cache", "rope", "stable", "reduce", "split", "merge", "weights",
                  "mask")
 
@@ -425,7 +425,8 @@ def tags_of(names: list[str], calls: list[Op], dtype: str, symbols: dict) -> lis
     # a reshape that moves features into heads; a slice alone (flash's key block k[:, :, j:j + bs]) is no split
     moves = ops & (RESHAPE - {"__getitem__"})
     tokens = set(names) & (QUERY | KEY | {"T_past", "Tk"})  # a head split keeps the tokens: a (d, dv) state is none
-    if set(names) & HEADS and set(names) & HEAD_DIM and tokens and moves and "weighted-sum" not in tags:
+    if set(names) & HEADS and set(names) & HEAD_DIM and tokens and moves and "weighted-sum" not in tags \
+            and not ops & MATMUL:  # a product with a transposed operand (p^T @ dout) splits nothing
         tags.append("split")
     if len(names) == 3 and names[1] in QUERY and names[2] == "D" and ops & RESHAPE and "linear" not in ops:
         tags.append("merge")

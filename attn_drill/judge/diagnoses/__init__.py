@@ -98,7 +98,10 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "linear-feature-map": ("feature map",), "linear-no-normaliser": ("normaliser", "numerator"),
            # a leak is a sum over the wrong keys: the localiser's first differing tensor is seldom the sum itself
            # (a chunked scan, a column of ones carrying z), so it gives the leak no line and no sentence
-           "linear-causal-leak": ()}
+           "linear-causal-leak": (),
+           # attention-backward: the gradient the mistake makes wrong first
+           "softmax-backward-no-rowsum": ("dS",), "backward-missing-scale": ("dq", "dk"),
+           "backward-transposed": ("dv", "dP", "dq", "dk")}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
@@ -427,5 +430,5 @@ def departure_cause(check) -> Finding | None:
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",
-                "llama", "mla", "alibi", "linear", "layers", "misplaced", "generic"):
+                "llama", "mla", "alibi", "linear", "backward", "layers", "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

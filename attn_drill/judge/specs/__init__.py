@@ -4,6 +4,7 @@ One module per exercise; `SPECS` maps catalogue ids to them.
 """
 
 from attn_drill.judge.specs.alibi import AlibiSpec
+from attn_drill.judge.specs.attention_backward import AttentionBackwardSpec
 from attn_drill.judge.specs.flash import FlashSpec
 from attn_drill.judge.specs.gqa import GQASpec
 from attn_drill.judge.specs.kv_cache import KVCacheSpec
@@ -25,4 +26,5 @@ from attn_drill.judge.specs.softmax import SoftmaxSpec
 SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(), SoftmaxSpec(), MasksSpec(), RopeSpec(),
                                     KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec(),
                                     EncoderLayerSpec(), DecoderLayerSpec(), SlidingWindowSpec(), LlamaBlockSpec(),
-                                    MLASpec(), AlibiSpec(), LinearAttentionSpec())}
+                                    MLASpec(), AlibiSpec(), LinearAttentionSpec(),
+                                    AttentionBackwardSpec())}

@@ -1,0 +1,17 @@
+import torch
+
+
+def attention_backward(q, k, v, dout, mask=None):
+    scale = q.shape[-1] ** -0.5
+    s = torch.einsum("...id,...jd->...ij", q, k) * scale
+    if mask is not None:
+        s = torch.where(mask, s, float("-inf"))
+    p = torch.softmax(s, dim=-1)
+
+    dv = torch.einsum("...ij,...ie->...je", p, dout)
+    dp = torch.einsum("...ie,...je->...ij", dout, v)
+    delta = (p * dp).sum(-1, keepdim=True)
+    ds = p * (dp - delta)
+    dq = torch.einsum("...ij,...jd->...id", ds, k) * scale
+    dk = torch.einsum("...ij,...id->...jd", ds, q)  # MISTAKE
+    return dq, dk, dv
