@@ -6,8 +6,9 @@
     python scripts/bench.py --skip-check # only the startup part (no torch)
 
 Targets: `attn-drill list` and `--help` within 2x of `python -c "import rich"`; a passing `attn-drill check` of
-mha (and of the modern set: sliding-window, llama-block, mla, alibi, linear-attention, attention-backward) within
-1.25x of `import torch`; a failing one the localiser names within 1.5x, one it can only locate within 2x.
+mha (and of the modern set: sliding-window, llama-block, mla, alibi, linear-attention, attention-backward,
+paged-attention) within 1.25x of `import torch`; a failing one the localiser names within 1.5x, one it can only
+locate within 2x.
 Every command runs with ATTN_DRILL_HOME in a fresh temp folder and its output thrown away.
 """
 
@@ -65,13 +66,15 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
     alibi = work / "alibi" / "alibi.py"
     linear = work / "linear" / "linear_attention.py"
     backward = work / "backward" / "attention_backward.py"
+    paged = work / "paged" / "paged_attention.py"
     for dst, src in ((good, paths.REFERENCE / "mha.py"), (bad, diagnosed), (skeleton, paths.EXERCISES / "mha.py"),
                      (named, departed), (unnamed, unexplained), (window, paths.REFERENCE / "sliding_window.py"),
                      (window_bad, corpus / "sliding-window/window-off-by-one__ge_lower_bound.py"),
                      (llama, paths.REFERENCE / "llama_block.py"), (mla, paths.REFERENCE / "mla.py"),
                      (mla_bad, corpus / "mla/mla-kv-layout__kv_b_blocked.py"),
                      (alibi, paths.REFERENCE / "alibi.py"), (linear, paths.REFERENCE / "linear_attention.py"),
-                     (backward, paths.REFERENCE / "attention_backward.py")):
+                     (backward, paths.REFERENCE / "attention_backward.py"),
+                     (paged, paths.REFERENCE / "paged_attention.py")):
         dst.parent.mkdir(parents=True)
         shutil.copyfile(src, dst)
     cmds.update({
@@ -90,6 +93,7 @@ def commands(work: Path, skip_check: bool) -> dict[str, list[str]]:
         "check alibi (passing)": exe + ["check", str(alibi), "--seed", "0"],
         "check linear-attention (passing)": exe + ["check", str(linear), "--seed", "0"],
         "check attention-backward (passing)": exe + ["check", str(backward), "--seed", "0"],
+        "check paged-attention (passing)": exe + ["check", str(paged), "--seed", "0"],
         # not a target of its own: a teacher's batch, each file in a process of its own (issue 11: within 2x
         # of one worker for all, 2.4 s for these 50 files)
         "check 50 sdpa files": exe + ["check", *batch_files(), "--exercise", "sdpa", "--json", "--seed", "0"],
@@ -141,6 +145,7 @@ RATIOS = (  # (what, baseline, target or None)
     ("check alibi (passing)", "import torch", 1.25),
     ("check linear-attention (passing)", "import torch", 1.25),
     ("check attention-backward (passing)", "import torch", 1.25),
+    ("check paged-attention (passing)", "import torch", 1.25),
 )
 
 

@@ -280,6 +280,19 @@ def attention_backward(spec, gen) -> Setup:
                  [("attention_backward(q, k, v, dout, mask)", _function(spec, case))])
 
 
+def paged_attention(spec, gen) -> Setup:
+    from attn_drill.judge.specs.paged_attention import paged_case
+
+    # no size equals another: B=4 H=12 Hkv=6 d=8 block_size=5, 3 blocks a table (T = 15), a pool of 11
+    case = paged_case(gen, 12, 6, 8, 5, [12, 5, 1, 7], 4)
+    dims = case.dims
+    return Setup({"B": dims["B"], "H": dims["H"], "Hkv": dims["Hkv"], "d": dims["d"],
+                  "block_size": dims["block_size"], "num_blocks": dims["num_blocks"],
+                  "max_blocks": dims["max_blocks"], "T": dims["Tk"]},
+                 "q (B, H, d), k_cache and v_cache (num_blocks, block_size, Hkv, d), block_table, lengths",
+                 [("paged_attention(q, k_cache, v_cache, block_table, lengths)", _function(spec, case))])
+
+
 def mla(spec, gen) -> Setup:
     # no size equals another (d_rope/2 = 4 is none of them; d = d_nope + d_rope is the query head's width)
     B, H, T_past, T_new, r, dn, dr, dv, D = 3, 5, 9, 7, 11, 6, 8, 10, 13
@@ -350,4 +363,4 @@ SETUPS = {"softmax": softmax, "sdpa": sdpa, "masks": masks, "mha": mha, "mha-fus
           "relative-position": relative_position, "encoder-layer": encoder_layer, "decoder-layer": decoder_layer,
           "sliding-window": sliding_window, "llama-block": llama_block, "mla": mla,
           "alibi": alibi, "linear-attention": linear_attention,
-          "attention-backward": attention_backward}
+          "attention-backward": attention_backward, "paged-attention": paged_attention}

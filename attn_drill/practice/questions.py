@@ -15,7 +15,7 @@ else:  # pragma: no cover
 
 BANK = Path(__file__).with_name("questions.toml")
 CONCEPTS = ("scaling", "softmax", "complexity", "heads", "masks", "cross-attention", "gqa", "kv-cache",
-            "rope", "flash", "relative-position", "residuals", "layer-norm", "sliding-window", "mla", "alibi", "linear-attention", "backward")
+            "rope", "flash", "relative-position", "residuals", "layer-norm", "sliding-window", "mla", "alibi", "linear-attention", "backward", "paged")
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,10 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "linear-causal-leak": (),
            # attention-backward: the gradient the mistake makes wrong first
            "softmax-backward-no-rowsum": ("dS",), "backward-missing-scale": ("dq", "dk"),
-           "backward-transposed": ("dv", "dP", "dq", "dk")}
+           "backward-transposed": ("dv", "dP", "dq", "dk"),
+           # paged-attention: where a token is read from, which tokens are attended
+           "paged-block-index": ("blocks", "slots"), "paged-table-ignored": ("blocks",),
+           "paged-length-ignored": ("lengths", "mask")}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
@@ -430,5 +433,5 @@ def departure_cause(check) -> Finding | None:
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",
-                "llama", "mla", "alibi", "linear", "backward", "layers", "misplaced", "generic"):
+                "llama", "mla", "alibi", "linear", "backward", "paged", "layers", "misplaced", "generic"):
     importlib.import_module(f"{__name__}.{_family}")  # registers its diagnoses: the order they run in

@@ -215,14 +215,17 @@ def device(check):
     makes on the default device (no device=) then meets the meta inputs and raises, or an output comes back
     elsewhere: on a GPU the same code would fail the same way. Where CUDA is present, run there too."""
     spec, case = check.spec, check.cases[0]
-    o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
-    check.guard(o)
-    found = _device_finding(check, o, "meta")
-    if found:
-        check.add(found)
-        return WARN, found.evidence
-    note = ("every tensor your code makes follows the inputs' device (run on the meta device)" if o.error is None
-            else f"the meta device cannot run your code ({load.describe(o.error)}): not a mistake, nothing to see")
+    if getattr(spec, "meta_run", True):
+        o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
+        check.guard(o)
+        found = _device_finding(check, o, "meta")
+        if found:
+            check.add(found)
+            return WARN, found.evidence
+        note = ("every tensor your code makes follows the inputs' device (run on the meta device)" if o.error is None
+                else f"the meta device cannot run your code ({load.describe(o.error)}): not a mistake, nothing to see")
+    else:  # code that reads tensors' values (lengths) cannot run there at all: the contract skips it
+        note = "not run on the meta device: this exercise reads tensors' values (lengths)"
     if torch.cuda.is_available():
         o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="cuda")
         check.guard(o)

@@ -16,6 +16,7 @@ from attn_drill.judge.specs.mha import MHASpec
 from attn_drill.judge.specs.mha_dims import MHADimsSpec
 from attn_drill.judge.specs.mha_fused import FusedSpec
 from attn_drill.judge.specs.mla import MLASpec
+from attn_drill.judge.specs.paged_attention import PagedAttentionSpec
 from attn_drill.judge.specs.relative_position import RelPosSpec
 from attn_drill.judge.specs.rope import RopeSpec
 from attn_drill.judge.specs.sdpa import SDPASpec
@@ -27,4 +28,4 @@ SPECS = {spec.id: spec for spec in (SDPASpec(), MHASpec(), FusedSpec(), GQASpec(
                                     KVCacheSpec(), FlashSpec(), SingleHeadSpec(), MHADimsSpec(), RelPosSpec(),
                                     EncoderLayerSpec(), DecoderLayerSpec(), SlidingWindowSpec(), LlamaBlockSpec(),
                                     MLASpec(), AlibiSpec(), LinearAttentionSpec(),
-                                    AttentionBackwardSpec())}
+                                    AttentionBackwardSpec(), PagedAttentionSpec())}

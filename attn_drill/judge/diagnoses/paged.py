@@ -1,0 +1,191 @@
+"""Mistakes of paged attention (paged-attention): where token t is read from (the block, the slot, the table),
+which tokens are attended (the length), and the attention around them (the kv-head order, the scale, the
+softmax's axis, the fill of the hidden tokens).
+
+Each is a knob of variants/paged.py held to the outputs on every case; the stale slots hold large values, so a
+token read from the wrong place, or one past the length, changes the output by far more than the tolerance.
+An index that leaves the table or the pool raises in the variant as in the user's code.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attn_drill import findings
+from attn_drill.judge import calls
+from attn_drill.judge.diagnoses import MATCH, diagnosis, fit_log, scale_finding, variant_finding
+from attn_drill.judge.variants.attention import Knobs
+from attn_drill.judge.variants.paged import PagedKnobs
+
+PAGED = ("paged-attention",)
+
+
+def first(check, slug: str, tries) -> object:
+    for knobs, how in tries:
+        f = variant_finding(check, slug, knobs, how)
+        if f:
+            return f
+    return None
+
+
+# --- which pool slots the code reads, from behaviour -----------------------------------------------------------
+
+def probe_case():
+    """Every key 0 (each query spreads its weight evenly over what it attends) and every pool slot's value a one-hot
+    of its own: the output of sequence b is the average of the one-hots of the slots it reads."""
+    from attn_drill.judge.specs.paged_attention import paged_case
+
+    gen = torch.Generator().manual_seed(17)
+    bs, lengths, spare = 3, [5, 3, 1, 7], 5
+    n_slots = (sum(-(-n // bs) for n in lengths) + spare) * bs
+    case = paged_case(gen, 2, 1, n_slots, bs, lengths, spare)
+    x = case.inputs
+    x["k_cache"] = torch.zeros_like(x["k_cache"])
+    x["v_cache"] = torch.eye(n_slots, dtype=torch.float64).view(x["v_cache"].shape)
+    case.label = (f"a probe: B=4 H=2 Hkv=1 block_size={bs}, lengths {lengths}, every key 0 and every pool slot's "
+                  "value a one-hot of its own")
+    return case
+
+
+def slots_read(check):
+    """(case, per sequence (the slots its output reads, the slots it should)), or None when the code cannot run on the
+    probe or its output is no average of one-hots."""
+    case = probe_case()
+    o = calls.run(check.spec, check.target, case, check.path)
+    if o.outputs is None:
+        return None
+    out = o.outputs[0].detach().double()[:, 0]  # (B, n_slots): head 0
+    if not bool(torch.isfinite(out).all()):
+        return None
+    x, bs = case.inputs, case.dims["block_size"]
+    seqs = []
+    for b, n in enumerate(x["lengths"].tolist()):
+        read = {i for i, w in enumerate(out[b].tolist()) if abs(w) > 1e-9}
+        want = {int(x["block_table"][b, t // bs]) * bs + t % bs for t in range(n)}
+        seqs.append((read, want))
+    return case, seqs
+
+
+def pool_order(case, b: int) -> set:
+    """The slots of sequence b's first lengths[b] tokens if its own blocks were taken in pool order (sorted ids)."""
+    x, bs = case.inputs, case.dims["block_size"]
+    n = int(x["lengths"][b])
+    own = sorted(x["block_table"][b, :-(-n // bs)].tolist())
+    return {own[t // bs] * bs + t % bs for t in range(n)}
+
+
+def read_finding(check):
+    """Which of the three paged slugs the slots read say, with them as evidence; None when every sequence reads
+    exactly its own first lengths[b] tokens."""
+    found = slots_read(check)
+    if found is None:
+        return None
+    case, seqs = found
+    x, bs = case.inputs, case.dims["block_size"]
+    wrong = [(b, read, want) for b, (read, want) in enumerate(seqs) if read != want]
+    if not wrong:
+        return None
+    b, read, want = wrong[0]
+    said = (f"{case.label}: sequence {b} (length {int(x['lengths'][b])}) reads pool slots {sorted(read)}, its first "
+            f"{int(x['lengths'][b])} tokens are at {sorted(want)} (slot = block * {bs} + position in the block)")
+    outside = [(b_, r) for b_, r, _ in wrong
+               if not {i // bs for i in r} <= set(x["block_table"][b_].tolist())]
+    if outside:
+        return "paged-table-ignored", said + "; it reads blocks its block_table never names"
+    if all(r == pool_order(case, b_) for b_, r, _ in wrong):
+        return "paged-table-ignored", said + "; those are its own blocks taken in pool order (sorted), not in the " \
+            "table's order"
+    if all(r > w or r < w for _, r, w in wrong):
+        return "paged-length-ignored", said + "; the right blocks and slots, but not exactly the first lengths[b]"
+    return "paged-block-index", said + "; its blocks come from its table, but the tokens are read from other blocks "\
+        "or slots"
+
+
+def read_cause(check, slug: str):
+    """The slots read, as a finding of `slug` when that is what they say."""
+    found = read_finding(check)
+    if found is None or found[0] != slug:
+        return None
+    return findings.make(slug, found[1], score=0.9)
+
+
+@diagnosis("paged-block-index", PAGED)
+def block_index(check):
+    return _block_index(check) or read_cause(check, "paged-block-index")
+
+
+def _block_index(check):
+    return first(check, "paged-block-index", [
+        (PagedKnobs(index="swapped"), "token t read from block t % block_size, slot t // block_size: // and % "
+         "swapped"),
+        (PagedKnobs(index="next"), "token t read from the table's entry t // block_size + 1: one block too far"),
+        (PagedKnobs(index="previous"), "token t read from the table's entry t // block_size - 1: one block too early"),
+        (PagedKnobs(index="slot_mod_blocks"), "token t read from the flat pool slot block * block_size + "
+         "t % num_blocks, not t % block_size"),
+        (PagedKnobs(index="slot_major"), "the gathered blocks flattened slot by slot: token t read from the table's "
+         "entry t % max_blocks, slot t // max_blocks")])
+
+
+@diagnosis("paged-length-ignored", PAGED)
+def length_ignored(check):
+    return _length_ignored(check) or read_cause(check, "paged-length-ignored")
+
+
+def _length_ignored(check):
+    return first(check, "paged-length-ignored", [
+        (PagedKnobs(length="all"), "every gathered slot attended: no mask by length, so a last block's stale tail "
+         "and the blocks past it are read"),
+        (PagedKnobs(length="short"), "the first lengths[b] - 1 tokens attended: the newest one dropped"),
+        (PagedKnobs(length="long"), "the first lengths[b] + 1 tokens attended: one stale slot read"),
+        (PagedKnobs(length="blocks"), "every slot of the sequence's own blocks attended: the last block's stale tail "
+         "read")])
+
+
+@diagnosis("paged-table-ignored", PAGED)
+def table_ignored(check):
+    return _table_ignored(check) or read_cause(check, "paged-table-ignored")
+
+
+def _table_ignored(check):
+    return first(check, "paged-table-ignored", [
+        (PagedKnobs(table="pool"), "token t of every sequence read at pool position t (blocks in pool order), not "
+         "through block_table"),
+        (PagedKnobs(table="offset"), "sequence b's block n read as pool block b * max_blocks + n, not "
+         "block_table[b, n]")])
+
+
+@diagnosis("kv-repeat-order", PAGED)
+def kv_repeat(check):
+    return first(check, "kv-repeat-order", [(PagedKnobs(attn=Knobs(kv_repeat="tile")), "kv heads tiled with "
+                                             "repeat: query head h reads kv head h % Hkv, not h // (H // Hkv)")])
+
+
+@diagnosis("softmax-wrong-dim", PAGED)
+def softmax_dim(check):
+    return first(check, "softmax-wrong-dim", [(PagedKnobs(attn=Knobs(softmax_dim=1)), "the softmax over the heads "
+                                               "(dim=1 of the (B, H, T) scores), not over the tokens")])
+
+
+@diagnosis("mask-fill-zero", PAGED)
+def fill_zero(check):
+    return first(check, "mask-fill-zero", [(PagedKnobs(fill="zero"), "the tokens past the length given a score of "
+                                            "0, not -inf: they keep a share of the weight")])
+
+
+@diagnosis(("missing-scale", "wrong-scale"), PAGED)
+def scale(check):
+    """The one factor s for which the scores * s reproduce the outputs, on every case."""
+    fitted = []
+    for o in check.outcomes:
+        if o.outputs is None:
+            return None
+
+        def err(s, o=o):
+            var = check.spec.variant(o.case, PagedKnobs(attn=Knobs(scale=s)))
+            return check.spec.distance(o.outputs, var, var)
+
+        s, e = fit_log(err)
+        if e > MATCH:
+            return None
+        fitted.append((o, s))
+    return scale_finding(check, fitted, None)
