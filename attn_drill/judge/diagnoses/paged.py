@@ -74,9 +74,25 @@ def pool_order(case, b: int) -> set:
     return {own[t // bs] * bs + t % bs for t in range(n)}
 
 
+def positions_of(case, b: int) -> dict[int, int]:
+    """Pool slot -> token position t, for every position sequence b's table can address."""
+    x, bs = case.inputs, case.dims["block_size"]
+    T = x["block_table"].size(1) * bs
+    slots: dict[int, int] = {}
+    for t in range(T):  # a slot the table reaches twice is its first position
+        slots.setdefault(int(x["block_table"][b, t // bs]) * bs + t % bs, t)
+    return slots
+
+
 def read_finding(check):
     """Which of the three paged slugs the slots read say, with them as evidence; None when every sequence reads
-    exactly its own first lengths[b] tokens."""
+    exactly its own first lengths[b] tokens.
+
+    - the table's mapping right, the positions not 0 .. lengths[b] - 1 but a prefix of another length (the whole
+      table too), or another run of positions inside its own blocks: paged-length-ignored;
+    - the table's own blocks in pool order, or the pool read as if it were laid out sequence by sequence (a run of
+      lengths[b] consecutive slots from a block's start): paged-table-ignored;
+    - anything else (a shifted window, slots the table's mapping never gives): paged-block-index."""
     found = slots_read(check)
     if found is None:
         return None
@@ -86,19 +102,33 @@ def read_finding(check):
     if not wrong:
         return None
     b, read, want = wrong[0]
-    said = (f"{case.label}: sequence {b} (length {int(x['lengths'][b])}) reads pool slots {sorted(read)}, its first "
-            f"{int(x['lengths'][b])} tokens are at {sorted(want)} (slot = block * {bs} + position in the block)")
-    outside = [(b_, r) for b_, r, _ in wrong
-               if not {i // bs for i in r} <= set(x["block_table"][b_].tolist())]
-    if outside:
-        return "paged-table-ignored", said + "; it reads blocks its block_table never names"
-    if all(r == pool_order(case, b_) for b_, r, _ in wrong):
-        return "paged-table-ignored", said + "; those are its own blocks taken in pool order (sorted), not in the " \
-            "table's order"
-    if all(r > w or r < w for _, r, w in wrong):
-        return "paged-length-ignored", said + "; the right blocks and slots, but not exactly the first lengths[b]"
-    return "paged-block-index", said + "; its blocks come from its table, but the tokens are read from other blocks "\
-        "or slots"
+    n = int(x["lengths"][b])
+    said = (f"{case.label}: sequence {b} (length {n}) reads pool slots {sorted(read)}, its first {n} tokens are at "
+            f"{sorted(want)} (slot = block * {bs} + position in the block)")
+
+    def kind(b_, r):
+        n_ = int(x["lengths"][b_])
+        pos = positions_of(case, b_)
+        if r <= pos.keys():
+            ts = sorted(pos[i] for i in r)
+            own = -(-n_ // bs) * bs  # the positions of its own blocks
+            # a prefix of another length, or a run of positions inside its own blocks (the last n of them)
+            if ts == list(range(len(ts))) or ts == list(range(ts[0], ts[0] + len(ts))) and ts[-1] < own:
+                return "length"
+        if r == pool_order(case, b_):
+            return "table"
+        lo = min(r) if r else 0
+        if lo % bs == 0 and r == set(range(lo, lo + n_)):  # the pool read as laid out, sequence by sequence
+            return "table"
+        return "index"
+
+    kinds = {kind(b_, r) for b_, r, _ in wrong}
+    if kinds == {"length"}:
+        return "paged-length-ignored", said + ("; through the table's mapping, but not exactly its first "
+                                               "lengths[b] positions")
+    if "table" in kinds and kinds <= {"table", "length"}:
+        return "paged-table-ignored", said + "; the pool read in its own order, not through block_table"
+    return "paged-block-index", said + "; those are not the slots the table's blocks give its positions"
 
 
 def read_cause(check, slug: str):

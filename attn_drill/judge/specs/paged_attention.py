@@ -96,16 +96,18 @@ def paged_case(gen, H: int, Hkv: int, d: int, bs: int, lengths: list[int], spare
     k_cache = torch.full((num_blocks, bs, Hkv, d), STALE, dtype=torch.float64)
     v_cache = torch.full((num_blocks, bs, Hkv, d), -STALE, dtype=torch.float64)
     table = torch.empty(B, max_blocks, dtype=torch.int64)
-    start = 0
+    starts = [sum(owned[:b]) for b in range(B)]
     for b, n in enumerate(lengths):
-        mine = order[start:start + owned[b]]
-        start += owned[b]
+        mine = order[starts[b]:starts[b] + owned[b]]
         for j, blk in enumerate(mine.tolist()):
             fill = min(bs, n - j * bs)  # the last block's tail stays stale
             k_cache[blk, :fill] = torch.randn(fill, Hkv, d, generator=gen, dtype=torch.float64)
             v_cache[blk, :fill] = torch.randn(fill, Hkv, d, generator=gen, dtype=torch.float64)
-        # past its last block, the table points at other sequences' blocks (any valid pool index)
-        rest = order[torch.randint(0, num_blocks, (max_blocks - owned[b],), generator=gen)]
+        # past its last block, the table points at blocks holding other sequences' tokens (the pool's spare blocks
+        # when there is no other sequence)
+        others = torch.cat([order[:starts[b]], order[starts[b] + owned[b]:sum(owned)]])
+        others = others if len(others) else order[sum(owned):]
+        rest = others[torch.randint(0, len(others), (max_blocks - owned[b],), generator=gen)]
         table[b] = torch.cat([mine, rest])
     q = torch.randn(B, H, d, generator=gen, dtype=torch.float64)
     lens = torch.tensor(lengths, dtype=torch.int64)

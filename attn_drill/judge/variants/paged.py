@@ -54,6 +54,7 @@ def paged_attention(q, k_cache, v_cache, block_table, lengths, knobs: PagedKnobs
         blocks = block_table[:, n]  # an index past the table raises, as the user's code would
     if knobs.index == "slot_mod_blocks":  # a flat slot mapping into the pool: raises only past the pool's end
         flat = blocks * bs + t % num_blocks
+        flat = torch.where(t[None, :] < lengths[:, None], flat, 0)  # read for the first lengths[b] tokens only
         k, v = k_cache.reshape(-1, Hkv, d)[flat], v_cache.reshape(-1, Hkv, d)[flat]
     else:
         k = k_cache[blocks, slot]  # (B, T, Hkv, d): raises where an index leaves the pool or the block
