@@ -116,7 +116,7 @@ def read_finding(check):
             if ts == list(range(len(ts))) or ts == list(range(ts[0], ts[0] + len(ts))) and ts[-1] < own:
                 return "length"
         if r == pool_order(case, b_):
-            return "table"
+            return "sorted"
         lo = min(r) if r else 0
         if lo % bs == 0 and r == set(range(lo, lo + n_)):  # the pool read as laid out, sequence by sequence
             return "table"
@@ -126,8 +126,10 @@ def read_finding(check):
     if kinds == {"length"}:
         return "paged-length-ignored", said + ("; through the table's mapping, but not exactly its first "
                                                "lengths[b] positions")
-    if "table" in kinds and kinds <= {"table", "length"}:
-        return "paged-table-ignored", said + "; the pool read in its own order, not through block_table"
+    if kinds & {"table", "sorted"} and kinds <= {"table", "sorted", "length"}:
+        how = "its own blocks, but taken in pool order (sorted by block id), not in the table's order" \
+            if "table" not in kinds else "the pool read in its own order, not through block_table"
+        return "paged-table-ignored", f"{said}; {how}"
     return "paged-block-index", said + "; those are not the slots the table's blocks give its positions"
 
 
