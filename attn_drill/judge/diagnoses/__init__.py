@@ -238,6 +238,34 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
     return _finding(check, slug, evidence, example, line, extra, matched / n - min(worst, 0.01), **params)
 
 
+def first_variant(check, slug: str, tries, extra: Callable[[object], str | None] | None = None) -> Finding | None:
+    """The first of (knobs, how) whose variant reproduces the user's outputs, as a finding of `slug`."""
+    for knobs, how in tries:
+        f = variant_finding(check, slug, knobs, how, extra=extra)
+        if f:
+            return f
+    return None
+
+
+def fitted_scale(check, knobs_of: Callable[[float], object]) -> Finding | None:
+    """The one factor s for which the variant knobs_of(s) reproduces the outputs, on every case, named by
+    scale_finding (missing-scale, wrong-scale, or None at 1/sqrt(d)); None when no one factor does."""
+    fitted = []
+    for o in check.outcomes:
+        if o.outputs is None:
+            return None
+
+        def err(s, o=o):
+            var = check.spec.variant(o.case, knobs_of(s))
+            return check.spec.distance(o.outputs, var, var)
+
+        s, e = fit_log(err)
+        if e > MATCH:
+            return None
+        fitted.append((o, s))
+    return scale_finding(check, fitted, None)
+
+
 def where_it_runs(check, slug: str, knobs, how: str, line, extra, **params) -> Finding | None:
     """A cause seen where the code goes wrong and runs. Either the variant reproduces every case on which the user's
     code ran to finite outputs (two at least, one of them telling), and the code raised or gave NaN on the others:

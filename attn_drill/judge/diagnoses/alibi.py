@@ -10,21 +10,14 @@ from __future__ import annotations
 
 from attn_drill import findings
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import MATCH, diagnosis, fit_log, scale_finding, variant_finding
+from attn_drill.judge.diagnoses import diagnosis, fitted_scale
+from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.variants import alibi as variants_alibi
 from attn_drill.judge.variants.alibi import SLOPES, AlibiKnobs
 from attn_drill.judge.variants.attention import Knobs
 
 ALIBI = ("alibi",)
 
-
-def first(check, slug: str, tries) -> object:
-    """The first of (knobs, how) that reproduces the user's outputs, as a finding of `slug`."""
-    for knobs, how in tries:
-        f = variant_finding(check, slug, knobs, how)
-        if f:
-            return f
-    return None
 
 
 def _numbers(t) -> str:
@@ -106,17 +99,4 @@ def softmax_dim(check):
 @diagnosis(("missing-scale", "wrong-scale"), ALIBI)
 def scale(check):
     """The one factor s for which q k^T * s - m |p - j| reproduces the outputs, on every case."""
-    fitted = []
-    for o in check.outcomes:
-        if o.outputs is None:
-            return None
-
-        def err(s, o=o):
-            var = check.spec.variant(o.case, AlibiKnobs(attn=Knobs(scale=s)))
-            return check.spec.distance(o.outputs, var, var)
-
-        s, e = fit_log(err)
-        if e > MATCH:
-            return None
-        fitted.append((o, s))
-    return scale_finding(check, fitted, None)
+    return fitted_scale(check, lambda s: AlibiKnobs(attn=Knobs(scale=s)))

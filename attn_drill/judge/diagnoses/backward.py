@@ -8,18 +8,12 @@ fitted (one factor s for the scores and for dq and dk), never guessed from a lis
 
 from __future__ import annotations
 
-from attn_drill.judge.diagnoses import MATCH, diagnosis, fit_log, scale_finding, variant_finding
+from attn_drill.judge.diagnoses import diagnosis, fitted_scale
+from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.variants.backward import BackwardKnobs
 
 BACKWARD = ("attention-backward",)
 
-
-def first(check, slug: str, tries) -> object:
-    for knobs, how in tries:
-        f = variant_finding(check, slug, knobs, how)
-        if f:
-            return f
-    return None
 
 
 @diagnosis("softmax-backward-no-rowsum", BACKWARD)
@@ -60,22 +54,5 @@ def softmax_dim(check):
 def scale(check):
     """The one factor s for which the forward's scores * s and dq, dk * s reproduce the outputs, on every case;
     else the forward alone without its scale (dq and dk scaled as they should be)."""
-    return fitted_scale(check) or first(check, "missing-scale", [
+    return fitted_scale(check, lambda s: BackwardKnobs(scale=s)) or first(check, "missing-scale", [
         (BackwardKnobs(forward_scale=1.0), "the recomputed forward without the 1/sqrt(d), dq and dk with it")])
-
-
-def fitted_scale(check):
-    fitted = []
-    for o in check.outcomes:
-        if o.outputs is None:
-            return None
-
-        def err(s, o=o):
-            var = check.spec.variant(o.case, BackwardKnobs(scale=s))
-            return check.spec.distance(o.outputs, var, var)
-
-        s, e = fit_log(err)
-        if e > MATCH:
-            return None
-        fitted.append((o, s))
-    return scale_finding(check, fitted, None)

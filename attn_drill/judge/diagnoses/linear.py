@@ -15,19 +15,13 @@ import torch.nn.functional as F
 from attn_drill import findings
 from attn_drill.judge import calls, memory
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import diagnosis, variant_finding
+from attn_drill.judge.diagnoses import diagnosis
+from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.specs.base import Case
 from attn_drill.judge.variants.linear import FEATURES, LinearKnobs
 
 LINEAR = ("linear-attention",)
 
-
-def first(check, slug: str, tries) -> object:
-    for knobs, how in tries:
-        f = variant_finding(check, slug, knobs, how)
-        if f:
-            return f
-    return None
 
 
 @diagnosis("full-scores-materialized", LINEAR)

@@ -7,21 +7,14 @@ every case; the scale is fitted (the one factor that reproduces the outputs), ne
 
 from __future__ import annotations
 
-from attn_drill.judge.diagnoses import MATCH, diagnosis, fit_log, scale_finding, variant_finding
+from attn_drill.judge.diagnoses import diagnosis, fitted_scale
+from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.variants.attention import Knobs
 from attn_drill.judge.variants.llama import LlamaKnobs
 
 LLAMA = ("llama-block",)
 
-
-def first(check, slug: str, tries) -> object:
-    """The first of (knobs, how) that reproduces the user's outputs, as a finding of `slug`."""
-    for knobs, how in tries:
-        f = variant_finding(check, slug, knobs, how)
-        if f:
-            return f
-    return None
 
 
 @diagnosis("rmsnorm-mean-subtracted", LLAMA)
@@ -109,17 +102,4 @@ def softmax_dim(check):
 @diagnosis(("missing-scale", "wrong-scale"), LLAMA)
 def scale(check):
     """The one factor s for which the block with scores * s reproduces the outputs, on every case."""
-    fitted = []
-    for o in check.outcomes:
-        if o.outputs is None:
-            return None
-
-        def err(s, o=o):
-            var = check.spec.variant(o.case, LlamaKnobs(attn=Knobs(scale=s)))
-            return check.spec.distance(o.outputs, var, var)
-
-        s, e = fit_log(err)
-        if e > MATCH:
-            return None
-        fitted.append((o, s))
-    return scale_finding(check, fitted, None)
+    return fitted_scale(check, lambda s: LlamaKnobs(attn=Knobs(scale=s)))

@@ -13,7 +13,8 @@ from __future__ import annotations
 from attn_drill import findings
 from attn_drill.judge import load
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import MATCH, SHAPE_CAUSES, diagnosis, fit_log, scale_finding, variant_finding
+from attn_drill.judge.diagnoses import MATCH, SHAPE_CAUSES, diagnosis, fitted_scale
+from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.variants import mla as variants_mla
 from attn_drill.judge.variants.attention import Knobs
@@ -21,14 +22,6 @@ from attn_drill.judge.variants.mla import MLAKnobs
 
 MLA = ("mla",)
 
-
-def first(check, slug: str, tries, extra=None) -> object:
-    """The first of (knobs, how) that reproduces the user's outputs, as a finding of `slug`."""
-    for knobs, how in tries:
-        f = variant_finding(check, slug, knobs, how, extra=extra)
-        if f:
-            return f
-    return None
 
 
 # --- the cache ---------------------------------------------------------------------------------------------
@@ -228,17 +221,4 @@ def softmax_dim(check):
 @diagnosis(("missing-scale", "wrong-scale"), MLA)
 def scale(check):
     """The one factor s for which MLA with scores * s reproduces the outputs, on every case."""
-    fitted = []
-    for o in check.outcomes:
-        if o.outputs is None:
-            return None
-
-        def err(s, o=o):
-            var = check.spec.variant(o.case, MLAKnobs(attn=Knobs(scale=s)))
-            return check.spec.distance(o.outputs, var, var)
-
-        s, e = fit_log(err)
-        if e > MATCH:
-            return None
-        fitted.append((o, s))
-    return scale_finding(check, fitted, None)
+    return fitted_scale(check, lambda s: MLAKnobs(attn=Knobs(scale=s)))

@@ -13,19 +13,13 @@ import torch
 
 from attn_drill import findings
 from attn_drill.judge import calls
-from attn_drill.judge.diagnoses import MATCH, diagnosis, fit_log, scale_finding, variant_finding
+from attn_drill.judge.diagnoses import diagnosis, fitted_scale
+from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.variants.attention import Knobs
 from attn_drill.judge.variants.paged import PagedKnobs
 
 PAGED = ("paged-attention",)
 
-
-def first(check, slug: str, tries) -> object:
-    for knobs, how in tries:
-        f = variant_finding(check, slug, knobs, how)
-        if f:
-            return f
-    return None
 
 
 # --- which pool slots the code reads, from behaviour -----------------------------------------------------------
@@ -207,17 +201,4 @@ def fill_zero(check):
 @diagnosis(("missing-scale", "wrong-scale"), PAGED)
 def scale(check):
     """The one factor s for which the scores * s reproduce the outputs, on every case."""
-    fitted = []
-    for o in check.outcomes:
-        if o.outputs is None:
-            return None
-
-        def err(s, o=o):
-            var = check.spec.variant(o.case, PagedKnobs(attn=Knobs(scale=s)))
-            return check.spec.distance(o.outputs, var, var)
-
-        s, e = fit_log(err)
-        if e > MATCH:
-            return None
-        fitted.append((o, s))
-    return scale_finding(check, fitted, None)
+    return fitted_scale(check, lambda s: PagedKnobs(attn=Knobs(scale=s)))
