@@ -77,7 +77,7 @@ def _aligned(header: tuple, rows: list, *, right: set, wrap: int, width: int, co
         return f"\033[{COLOURS[style]}m{padded}\033[0m" if colour and style else padded
 
     def lines(r):
-        parts = textwrap.wrap(r[wrap][0], widths[wrap]) or [""]
+        parts = textwrap.wrap(r[wrap][0], widths[wrap], break_on_hyphens=False) or [""]  # gpt-oss stays whole
         first = [(parts[0], s) if i == wrap else (t, s) for i, (t, s) in enumerate(r)]
         out = ["  ".join(cell(i, t, s) for i, (t, s) in enumerate(first)).rstrip()]
         indent = sum(widths[:wrap]) + 2 * wrap
