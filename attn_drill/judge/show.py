@@ -391,7 +391,48 @@ def mla(spec, target, path, gen) -> dict:
             "how": how}
 
 
-VALUES = {"flash": flash, "kv-cache": kv_cache, "llama-block": llama, "mla": mla}
+def paged(spec, target, path, gen) -> dict:
+    """Each sequence's weights over its tokens, with the pool block each token came from: every pool slot's value
+    is a one-hot of its own (d = the pool's slots), so the output is the weights over the pool's slots, read back
+    through the sequence's table to its positions. Weight taken from slots its table never names is said."""
+    from attn_drill.judge.specs.paged_attention import paged_case
+
+    bs, lengths = 3, [5, 7]
+    n_slots = (sum(-(-n // bs) for n in lengths) + 1) * bs
+    case = paged_case(gen, 2, 1, n_slots, bs, lengths, 1)
+    x = case.inputs
+    x["v_cache"] = torch.eye(n_slots, dtype=torch.float64).view(x["v_cache"].shape)
+    args = lambda: (x["q"].clone(), x["k_cache"].clone(), x["v_cache"].clone(), x["block_table"].clone(),  # noqa: E731
+                    x["lengths"].clone())
+
+    def yours():
+        out = target(*args())
+        if not isinstance(out, torch.Tensor) or out.shape != x["q"].shape:
+            raise Unusable(_finding("wrong-return-type", f"it returned {type(out).__name__}, not a (B, H, d) tensor",
+                                    spec))
+        return out.detach().double()
+
+    mine = _user_call(path, spec, yours)
+    ref = reference_module(spec.file).paged_attention(*args()).double()
+    T = x["block_table"].size(1) * bs
+    maps = []
+    for b, n in enumerate(lengths):
+        slots = [int(x["block_table"][b, t // bs]) * bs + t % bs for t in range(T)]
+        per_token = lambda out: out[b][:, slots][:, None, :]  # noqa: E731  (H, 1, T): the query's row
+        blocks = ", ".join(f"{t}-{min(t + bs, T) - 1} in block {int(x['block_table'][b, t // bs])}"
+                           for t in range(0, T, bs))
+        elsewhere = float(mine[b].sum(-1).mean() - per_token(mine).sum(-1).mean())
+        note = f"tokens {blocks} of the pool (the table's order); tokens {n} and later are not this sequence's"
+        if abs(elsewhere) > 1e-3:
+            note += f"; yours also takes {elsewhere:.2f} of each row's weight from slots this table never names"
+        maps.append(pair(f"sequence {b} (length {n})", per_token(mine), per_token(ref), note=note))
+    label = (f"B=2 H=2 Hkv=1 block_size={bs}, lengths {lengths}, a pool of {x['k_cache'].size(0)} blocks shuffled; "
+             "rows = each head's query, columns = the sequence's token positions")
+    how_ = "your output with every pool slot's value a one-hot of its own, read back through each sequence's table"
+    return {"case": label, "batch": 0, "maps": maps, "how": how_}
+
+
+VALUES = {"flash": flash, "kv-cache": kv_cache, "llama-block": llama, "mla": mla, "paged-attention": paged}
 
 
 def values(spec, target, path, gen) -> dict:

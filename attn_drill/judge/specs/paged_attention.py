@@ -26,6 +26,7 @@ class PagedAttentionSpec(Spec):
     axes = {"out": ("batch", "head", "feature")}
     signature = "paged_attention(q, k_cache, v_cache, block_table, lengths)"
     meta_run = False  # it reads lengths' values: the meta device cannot run it, which says nothing about devices
+    maps = "values"  # attn-drill show: every pool slot's value one-hot, read back through the table (judge/show.py)
     step_names = {"t": "positions", "blocks": "blocks", "slots": "slots", "valid": "lengths"}
 
     def resolve(self, module):
