@@ -128,8 +128,11 @@ def read_finding(check):
 
 
 def read_cause(check, slug: str):
-    """The slots read, as a finding of `slug` when that is what they say."""
-    found = read_finding(check)
+    """The slots read, as a finding of `slug` when that is what they say. The probe runs once a check: the three
+    paged diagnoses share its answer."""
+    if not hasattr(check, "_slots_read"):
+        check._slots_read = read_finding(check)
+    found = check._slots_read
     if found is None or found[0] != slug:
         return None
     return findings.make(slug, found[1], score=0.9)

@@ -17,7 +17,7 @@ import torch
 
 from attn_drill import findings
 from attn_drill.judge.specs.base import Case, ModuleSpec, check_layer, check_signature, random_params
-from attn_drill.judge.specs.kv_cache import join
+from attn_drill.judge.specs.kv_cache import join, well_formed  # the same (out, (a, b)) form
 from attn_drill.judge.specs.llama_block import LLAMA_FORBIDDEN
 from attn_drill.judge.variants import mla as variants_mla
 from attn_drill.judge.variants.mla import LONE_EPS, MLAKnobs
@@ -33,12 +33,6 @@ class Run(list):
     """Every call's raw result in a case, in order (each well formed: out, (c_kv, k_pe)), then `norm`."""
 
     norm = None
-
-
-def well_formed(r) -> bool:
-    return (isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], torch.Tensor)
-            and isinstance(r[1], (tuple, list)) and len(r[1]) == 2
-            and all(isinstance(t, torch.Tensor) for t in r[1]))
 
 
 class MLASpec(ModuleSpec):

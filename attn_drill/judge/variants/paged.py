@@ -63,9 +63,9 @@ def paged_attention(q, k_cache, v_cache, block_table, lengths, knobs: PagedKnobs
     v = repeat_kv(v.transpose(1, 2), H // Hkv, knobs.attn.kv_repeat).transpose(1, 2)
     scale = 1.0 / math.sqrt(d) if knobs.attn.scale is None else knobs.attn.scale
     scores = torch.einsum("bhd,bthd->bht", q, k) * scale  # (B, H, T)
-    limit = lengths[:, None] + {"ok": 0, "short": -1, "long": 1, "all": T, "blocks": 0}[knobs.length]
-    if knobs.length == "blocks":
-        limit = (lengths[:, None] + bs - 1) // bs * bs
+    length = lengths[:, None]  # (B, 1)
+    limit = {"ok": length, "short": length - 1, "long": length + 1, "all": length + T,
+             "blocks": (length + bs - 1) // bs * bs}[knobs.length]
     valid = t[None, :] < limit  # (B, T)
     scores = scores.masked_fill(~valid[:, None, :], float("-inf") if knobs.fill == "-inf" else 0.0)
     # a softmax over a slice with nothing visible (no token left, or the heads of a hidden token) gives NaN: as
