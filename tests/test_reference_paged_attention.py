@@ -52,7 +52,7 @@ def test_the_cases_are_built_as_the_contract_says():
         for b, n in enumerate(x["lengths"].tolist()):
             ends.add("one" if n == 1 else "end" if n % bs == 0 else "inside")
             if n % bs:  # the last block's tail is stale
-                assert bool((x["k_cache"][owned[b][-1], n % bs:] == STALE).all())
+                assert bool((x["k_cache"][owned[b][-1], n % bs:] >= STALE).all())  # large: at least STALE
     assert ends == {"one", "end", "inside"}
     assert any(c.dims["Hkv"] == c.dims["H"] for c in spec.cases(torch.Generator().manual_seed(3)))
     assert any(1 < c.dims["Hkv"] < c.dims["H"] for c in spec.cases(torch.Generator().manual_seed(3)))

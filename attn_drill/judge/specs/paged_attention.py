@@ -94,8 +94,9 @@ def paged_case(gen, H: int, Hkv: int, d: int, bs: int, lengths: list[int], spare
     owned = [-(-n // bs) for n in lengths]
     num_blocks = sum(owned) + spare
     order = torch.randperm(num_blocks, generator=gen)  # the pool, shuffled: block ids are not in order
-    k_cache = torch.full((num_blocks, bs, Hkv, d), STALE, dtype=torch.float64)
-    v_cache = torch.full((num_blocks, bs, Hkv, d), -STALE, dtype=torch.float64)
+    # large, and each slot its own: which stale slots a mistake reads shows in the output, not only that it reads one
+    k_cache = STALE * (1 + torch.rand(num_blocks, bs, Hkv, d, generator=gen, dtype=torch.float64))
+    v_cache = -STALE * (1 + torch.rand(num_blocks, bs, Hkv, d, generator=gen, dtype=torch.float64))
     table = torch.empty(B, max_blocks, dtype=torch.int64)
     starts = [sum(owned[:b]) for b in range(B)]
     for b, n in enumerate(lengths):
