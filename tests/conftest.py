@@ -27,6 +27,22 @@ def pytest_configure(config):
             signal.signal(sig, handler)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def session_home(tmp_path_factory: pytest.TempPathFactory):
+    """Before any fixture of a wider scope than a test's (a module's batch of checks) runs: a home of the
+    session's own, never the real user's, and no GPU half (test_gpu.py asks for it). `isolated` then gives
+    each test its own."""
+    saved = {name: os.environ.get(name) for name in ("ATTN_DRILL_HOME", "ATTN_DRILL_GPU")}
+    os.environ["ATTN_DRILL_HOME"] = str(tmp_path_factory.mktemp("session-home"))
+    os.environ["ATTN_DRILL_GPU"] = "off"
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def fresh_warnings():
     """A warning is printed once per kind per command: each test is a new command."""
@@ -40,6 +56,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home, work = tmp_path / "home", tmp_path / "work"
     work.mkdir()
     monkeypatch.setenv("ATTN_DRILL_HOME", str(home))
+    # no GPU half of the device stage (process/gpu.py) unless a test asks for it: test_gpu.py does, with a
+    # real GPU where there is one and on the CPU where not
+    monkeypatch.setenv("ATTN_DRILL_GPU", "off")
     monkeypatch.setenv("NO_COLOR", "1")  # plain text to assert on; subprocesses inherit it
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.chdir(work)

@@ -31,14 +31,17 @@ class Check:
         self.target = None
         self.outcomes: list[calls.Outcome] = []
 
-    def run(self) -> Report:
-        start = time.perf_counter()
+    def arm(self) -> None:
         audit.arm(self.path, load_references())  # from here on, the file's code may not reach into the checker
         audit.take()
         self.torch_before = snapshot()
         self.ledger = forgery.Ledger(cache_ok=not self.spec.float_inputs)
         for case in self.cases:
             self.ledger.checker(case.inputs.values(), f"the checker's own inputs for {case.label}")
+
+    def run(self) -> Report:
+        start = time.perf_counter()
+        self.arm()
         stages = [self.load, self.api, self.shapes, self.values, self.gradients, self.dtypes, self.device]
         for i, stage in enumerate(stages):
             try:
@@ -50,6 +53,24 @@ class Check:
                 for name in STAGES[i + 1:]:
                     self.stage(name, SKIP, "skipped: an earlier stage failed")
                 break
+        self.last_look()
+        self.report.seconds = time.perf_counter() - start
+        self.report.sort_findings()
+        return self.report
+
+    def on_gpu(self, device: str, name: str) -> Report:
+        """The device stage's GPU half, in a process that initialised the GPU itself (process/gpu.py): the file is
+        loaded and built again, then its first case runs on `device` (`name` in words). A report with that one
+        stage, which the runner folds into the CPU check's report."""
+        start = time.perf_counter()
+        self.arm()
+        try:
+            self.load()
+            self.api()
+            status, detail = probes.on_gpu(self, device, name)
+        except Stop as stop:
+            status, detail = FAIL, str(stop)
+        self.stage("device", status, detail)
         self.last_look()
         self.report.seconds = time.perf_counter() - start
         self.report.sort_findings()

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Iterator
 
 from attn_drill import findings, limits
-from attn_drill.process import orphans, sandbox, warm
+from attn_drill.process import gpu, orphans, sandbox, warm
 from attn_drill.process.spawn import STARTUP_LIMIT, kill, spawn_worker, stop
 from attn_drill.process.worker import CHANNEL_LOST, signer  # the worker module imports no torch at its top
 from attn_drill.report import STAGES, Report, Stage, partial_report
@@ -44,23 +44,57 @@ MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 class Job:
     path: Path
     exercise: str
-    task: str | None = None  # None: check the file; "explain": trace it, "maps": its weights (worker.run_task)
+    task: str | None = None  # None: check the file; "explain": trace it, "maps": its weights, "gpu": the device
+    # stage on a GPU (worker.run_task)
 
 
 def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-               spawn=None) -> Iterator[Report]:
+               spawn=None, on_gpu: bool = True) -> Iterator[Report]:
     """Check each job's file in a process of its own; yield one Report per job, in order.
 
     `spawn` starts that process; by default a cold worker for one file, and for several a child forked
-    from warm processes (warm.WarmPool.spawn) that import torch once for the whole batch."""
+    from warm processes (warm.WarmPool.spawn) that import torch once for the whole batch. Where a GPU is
+    present (and `on_gpu`), a file that passed every CPU stage runs on it too (gpu.py)."""
     if seed is None:
         seed = random.randrange(10_000)
     orphans.become_subreaper()  # setsid'ed grandchildren come back to us, to be killed
     if spawn is None and len(jobs) > 1 and warm.available():
-        yield from _batch(jobs, seed, timeout)
+        yield from _batch(jobs, seed, timeout, on_gpu)
         return
     for job in jobs:
-        yield unparsable(job, seed) or check_one(job, seed, timeout, spawn or spawn_worker)
+        yield unparsable(job, seed) or checked(job, seed, timeout, spawn or spawn_worker, on_gpu)
+
+
+def checked(job: Job, seed: int, timeout: float, spawn, on_gpu: bool = True) -> Report | dict:
+    """check_one, with the device stage's GPU half beside it where there is a GPU (gpu.py): its own cold worker,
+    started at once so that its torch import and the GPU's start-up overlap the CPU check. It is kept, and
+    folded into the report, when the CPU check reached the device stage; cancelled (killed) otherwise."""
+    if job.task or not on_gpu or gpu.device() is None:
+        return check_one(job, seed, timeout, spawn)
+    stop_r, stop_w = os.pipe()
+    box: dict = {}
+
+    def half() -> None:
+        box["result"] = check_one(Job(job.path, job.exercise, task="gpu"), seed, timeout, spawn_worker, stop_r)
+
+    thread = threading.Thread(target=half, name="attn-drill-gpu", daemon=True)
+    thread.start()
+    keep = False
+    try:
+        report = check_one(job, seed, timeout, spawn)
+        keep = gpu.wanted(report)
+        waited = time.monotonic()
+        if keep:
+            thread.join()
+            gpu.fold(report, box.get("result"))
+            report.seconds += time.monotonic() - waited
+        return report
+    finally:
+        if not keep:
+            os.write(stop_w, b"x")  # the GPU half's watcher kills its worker and returns
+        thread.join()
+        os.close(stop_r)
+        os.close(stop_w)
 
 
 def unparsable(job: Job, seed: int) -> Report | None:
@@ -88,7 +122,7 @@ def run_task(job: Job, seed: int, timeout: float = DEFAULT_TIMEOUT, spawn=None) 
     return check_one(job, seed, timeout, spawn or spawn_worker)
 
 
-def _batch(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
+def _batch(jobs: list[Job], seed: int, timeout: float, on_gpu: bool) -> Iterator[Report]:
     """Several files: a warm server per lane (a lane per core, up to 4), each forking one child per file;
     the lanes run side by side and the reports come out in the jobs' order."""
     import queue  # here: a single check never needs threads
@@ -106,7 +140,7 @@ def _batch(jobs: list[Job], seed: int, timeout: float) -> Iterator[Report]:
     def one(job: Job) -> Report:
         pool = free.get()
         try:
-            return check_one(job, seed, timeout, pool.spawn)
+            return checked(job, seed, timeout, pool.spawn, on_gpu)
         finally:
             free.put(pool)
 
@@ -164,9 +198,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
+def check_one(job: Job, seed: int, timeout: float, spawn, stop_fd: int | None = None) -> Report | dict | None:
     """One file in one fresh process: its report, or the verdict on how that process failed (a job with a task:
-    the task's result, a dict, unless it failed)."""
+    the task's result, a dict, unless it failed). A byte on `stop_fd` cancels it: None."""
     known = orphans.children()  # ours before the check; any other child afterwards was adopted by us
     sweep_scratch()
     # the only folder its code may write to; named with our pid, so a later check can tell it was left behind
@@ -178,6 +212,8 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
     key = secrets.token_hex(16)  # signs the worker's events: see worker.signer
     spec = {"seed": seed, "fault_fd": faults.fileno(), "scratch": scratch, "key": key, "parent": os.getpid(),
             "jobs": [{"path": str(path), "exercise": job.exercise, **({"task": job.task} if job.task else {})}]}
+    if job.task == "gpu":
+        spec["gpu"] = gpu.device()  # this worker owns the GPU (spawn_worker leaves it visible)
     ooms = _oom_kills()
     proc, began = None, time.monotonic()
     try:
@@ -187,7 +223,7 @@ def check_one(job: Job, seed: int, timeout: float, spawn) -> Report | dict:
             _live.update(_servers(spawn))
         os.close(write_fd)
         write_fd = None
-        report = _watch(proc, _Lines(read_fd, signer(key)), job, seed, timeout, log, faults, ooms)
+        report = _watch(proc, _Lines(read_fd, signer(key), stop_fd), job, seed, timeout, log, faults, ooms)
         if isinstance(report, Report):
             report.file = str(job.path)
             # what the user waited, start and torch's import included: the worker's own clock starts when its
@@ -214,6 +250,9 @@ def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms)
     deadline = time.monotonic() + STARTUP_LIMIT
     while True:
         line = reader.next(deadline)
+        if line is _CANCELLED:
+            kill(proc)
+            return None
         if line is _TIMEOUT:
             if not started:
                 kill(proc)
@@ -276,24 +315,27 @@ def _parse(line) -> dict | None:
         return None
 
 
-_TIMEOUT = object()
+_TIMEOUT, _CANCELLED = object(), object()
 
 
 class _Lines:
     """Read the worker's signed lines from a pipe with a deadline. A line without the right signature is
     not the worker's: it comes back as "" (garbage), which ends the check as a crash."""
 
-    def __init__(self, fd: int, sign):
+    def __init__(self, fd: int, sign, stop_fd: int | None = None):
         self.fd, self.buf, self.sign = fd, b"", sign
+        self.watched = [fd] if stop_fd is None else [fd, stop_fd]  # a byte on stop_fd: _CANCELLED
 
     def next(self, deadline: float):
         while b"\n" not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 return _TIMEOUT
-            ready, _, _ = select.select([self.fd], [], [], left)
+            ready, _, _ = select.select(self.watched, [], [], left)
             if not ready:
                 return _TIMEOUT
+            if self.fd not in ready:
+                return _CANCELLED
             chunk = os.read(self.fd, 65536)
             if not chunk:
                 return None

@@ -43,11 +43,15 @@ def python_command(module: str, *args: str) -> list[str]:
 def spawn_worker(spec: dict, fds: tuple[int, ...], log) -> subprocess.Popen:
     """A cold worker for one file: `worker.main([FD])` with FD = fds[0], the event pipe, and the spec on its
     stdin (never in its command line, which any process can read). It inherits `fds` at the same numbers
-    (spec may name them), prints into `log`, and leads a process group of its own."""
+    (spec may name them), prints into `log`, and leads a process group of its own. It sees no GPU unless the
+    spec says it runs the GPU half of a check (spec["gpu"], see gpu.py)."""
+    from attn_drill.process import gpu
+
+    env = dict(os.environ, CUDA_CACHE_DISABLE="1") if spec.get("gpu") else gpu.hidden()
     proc = subprocess.Popen(
         python_command("worker", str(fds[0])),
         stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-        pass_fds=fds, start_new_session=True, cwd=spec.get("scratch"),
+        pass_fds=fds, start_new_session=True, cwd=spec.get("scratch"), env=env,
     )
     try:
         proc.stdin.write(json.dumps(spec).encode())  # far below a pipe's buffer: never blocks

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from attn_drill.process import spawn
+from attn_drill.process import gpu, spawn
 
 READY_LIMIT = spawn.STARTUP_LIMIT  # importing torch on a cold disk can be slow
 REPLY_LIMIT = 10.0  # the server answers a job at once; longer means it is wedged
@@ -66,7 +66,7 @@ class WarmPool:
         except OSError:
             self.failed = True
             return
-        env = dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1")
+        env = gpu.hidden()  # a process that forks may never touch a GPU (gpu.py): its children run on the CPU
         try:
             self.proc = subprocess.Popen(
                 spawn.python_command("warm", str(theirs.fileno()), json.dumps(self.warm_up)),
@@ -269,8 +269,8 @@ def _reap(sock: socket.socket, pid: int) -> int:
 
 def _warm_up(torch, exercise_ids: list[str]) -> None:
     """Import the whole judge and check each exercise's model answer and skeleton once, so that lazy
-    set-up (imports, the paths a pass and a failure take) is paid here rather than in every child. CUDA
-    is hidden meanwhile: a process that has touched CUDA cannot fork a child that uses it."""
+    set-up (imports, the paths a pass and a failure take) is paid here rather than in every child. (The
+    server sees no GPU at all: see gpu.py.)"""
     import pkgutil
 
     import attn_drill.judge
@@ -281,8 +281,7 @@ def _warm_up(torch, exercise_ids: list[str]) -> None:
     prepare_torch()  # once, here: every forked child inherits it, and the worker's own call does nothing
     for module in pkgutil.walk_packages(attn_drill.judge.__path__, "attn_drill.judge."):
         importlib.import_module(module.name)
-    real, path = torch.cuda.is_available, list(sys.path)
-    torch.cuda.is_available = lambda: False
+    path = list(sys.path)
     try:
         for ex in filter(None, map(catalogue.get, exercise_ids)):
             for file in (ex.reference, ex.skeleton):
@@ -291,7 +290,6 @@ def _warm_up(torch, exercise_ids: list[str]) -> None:
                 except Exception:  # noqa: BLE001 - a warm-up that fails only makes the first check slower
                     pass
     finally:
-        torch.cuda.is_available = real
         sys.path[:] = path  # loading a model answer put its folder on the path: no child may import from it
 
 

@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
             os._exit(CHANNEL_LOST)
 
     prepare_torch()  # the one slow import, paid before any clock starts
+    gpu = start_gpu(spec["gpu"]) if spec.get("gpu") else None  # before the walls, which the driver would meet
 
     try:  # an import that fails is ours too (a broken install, a bug): each job says so, none is the user's
         from attn_drill.process import sandbox
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
         send({"event": "start", "index": index})
         sandbox.begin_job()
         if job.get("task"):  # not a check: the task's JSON result goes back as the report's payload
-            send({"event": "report", "payload": run_task(job, spec["seed"])})
+            send({"event": "report", "payload": run_task(job, spec["seed"], gpu)})
             continue
         report = run_job(job, spec["seed"], check_file,
                          emit=lambda stage: send({"event": "stage", "stage": asdict(stage)}))
@@ -158,11 +159,38 @@ def run_job(job: dict, seed: int, check_file, emit):
         return escaped(job, seed, stages, e)
 
 
-def run_task(job: dict, seed: int) -> dict:
-    """A job that is not a check (job["task"]: "explain" traces a passing file for `attn-drill explain`, "maps"
-    draws its attention weights for `attn-drill show`): its JSON-able result, or {"error": ...} with what escaped
-    it."""
+def start_gpu(device: str) -> dict:
+    """Initialise the GPU for the device stage's GPU half (process/gpu.py), before sandbox.confine: the driver
+    opens device files, maps memory and loads libraries that the walls would refuse later, and the memory cap
+    is then measured on top of what it holds. A product and a softmax in each dtype load their kernels.
+    {"device", "name"}, or {"unavailable": why} (no user code has run: never the user's mistake)."""
+    import torch
+
+    if device == "cpu":  # ATTN_DRILL_GPU=cpu: the GPU half's path, run on the CPU (tests)
+        return {"device": "cpu", "name": "the CPU"}
     try:
+        torch.cuda.init()
+        x = torch.randn(64, 64, device=device)
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            y = x.to(dtype)
+            float((y @ y.T).softmax(-1).sum())
+        return {"device": device, "name": f"CUDA ({torch.cuda.get_device_name()})"}
+    except Exception as e:  # noqa: BLE001 - a driver that will not start says so in the report, once
+        return {"unavailable": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"}
+
+
+def run_task(job: dict, seed: int, gpu: dict | None = None) -> dict:
+    """A job that is not a check (job["task"]: "explain" traces a passing file for `attn-drill explain`, "maps"
+    draws its attention weights for `attn-drill show`, "gpu" runs the device stage on the GPU that `gpu`
+    describes, see start_gpu): its JSON-able result, or {"error": ...} with what escaped it."""
+    try:
+        if job["task"] == "gpu":
+            if not gpu or "unavailable" in gpu:
+                return {"unavailable": (gpu or {}).get("unavailable", "this worker did not start a GPU")}
+            from attn_drill.judge.engine import Check
+
+            report = Check(Path(job["path"]), job["exercise"], seed).on_gpu(gpu["device"], gpu["name"])
+            return {"report": report.to_wire()}
         if job["task"] == "explain":
             from attn_drill.judge import explain
 

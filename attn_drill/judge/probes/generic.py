@@ -167,19 +167,33 @@ def _grad_warning(check, evidence, o, exc=None):
     return WARN, evidence
 
 
+DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what a GPU user trains in
+
+
 def dtypes(check):
-    spec, case = check.spec, check.cases[0]
-    if not spec.float_inputs:
+    if not check.spec.float_inputs:
         return PASS, "not applicable: the inputs are integers"
+    return in_dtypes(check, DTYPES)
+
+
+def in_dtypes(check, dtypes, device: str = "cpu", on: str = ""):
+    """The first case in each of `dtypes` on `device` against the reference in that dtype, with that dtype's
+    tolerance; `on` names the device in every sentence (" on CUDA"). (status, detail)."""
+    spec, case = check.spec, check.cases[0]
     notes, warned = [], False
-    for dtype in (torch.float32, torch.float16, torch.bfloat16):
-        label = str(dtype).replace("torch.", "")
-        o = calls.run(spec, check.target, case, check.path, dtype=dtype)
+    for dtype in dtypes:
+        label = str(dtype).replace("torch.", "") + on
+        o = calls.run(spec, check.target, case, check.path, dtype=dtype, device=device)
         check.guard(o)
+        if device != "cpu":
+            found = _device_finding(check, o, torch.device(device).type, guess=False)
+            if found:
+                check.add(found)
+                return FAIL, found.evidence
         if o.error is not None:
             msg = str(o.error)
             if "overflow" in msg and dtype == torch.float16:
-                check.add(findings.make("mask-fill-overflow", f"in float16: {load.describe(o.error)}",
+                check.add(findings.make("mask-fill-overflow", f"in {label}: {load.describe(o.error)}",
                                         line=load.user_line(o.error, check.path)[0], score=1.0))
                 warned = True
                 notes.append(f"{label}: raised (overflow)")
@@ -192,18 +206,19 @@ def dtypes(check):
         ref = spec.unpack(spec.reference(case, dtype)[0])
         check.keep_reference(ref, case, dtype)
         for name, got, want in zip(spec.outputs, o.outputs, ref):
-            if got.dtype != dtype:
+            if spec.float_inputs and got.dtype != dtype:
                 check.add(findings.make("dtype-not-preserved", f"{name} is {str(got.dtype).replace('torch.', '')} "
-                                        f"for {label} inputs", score=1.0, expected=label))
+                                        f"for {label} inputs", score=1.0, expected=str(dtype).replace("torch.", "")))
                 warned = True
             if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
                 check.add(findings.make("nan-output", f"{name} has NaN or inf in {label} ({case.label})", score=1.0))
                 return FAIL, f"{label}: NaN or inf in {name}"
-            d = diff(got, want, TOL[dtype])
+            tol = TOL.get(dtype, TOL[torch.float32])
+            d = diff(got, want, tol)
             if not d.ok:
                 check.add(findings.make(
                     "values-mismatch", f"in {label}, {name} differs at ({where(d.index, spec.axes[name])}): yours "
-                    f"{d.got:.4g}, expected {d.want:.4g} (max abs error {d.max_abs:.3g}, tolerance {TOL[dtype].atol:g})",
+                    f"{d.got:.4g}, expected {d.want:.4g} (max abs error {d.max_abs:.3g}, tolerance {tol.atol:g})",
                     score=0.5))
                 return FAIL, f"{label}: {name} out of tolerance"
         notes.append(f"{label}: ok")
@@ -213,7 +228,8 @@ def dtypes(check):
 def device(check):
     """Run the first case on the meta device: tensors with shapes and devices but no numbers. A tensor the code
     makes on the default device (no device=) then meets the meta inputs and raises, or an output comes back
-    elsewhere: on a GPU the same code would fail the same way. Where CUDA is present, run there too."""
+    elsewhere: on a GPU the same code would fail the same way. Where a GPU is present, the runner runs the
+    code there too, in a process of its own (on_gpu, below, and process/gpu.py)."""
     spec, case = check.spec, check.cases[0]
     if getattr(spec, "meta_run", True):
         o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
@@ -226,22 +242,15 @@ def device(check):
                 else f"the meta device cannot run your code ({load.describe(o.error)}): not a mistake, nothing to see")
     else:  # code that reads tensors' values (lengths) cannot run there at all: the contract skips it
         note = "not run on the meta device: this exercise reads tensors' values (lengths)"
-    if torch.cuda.is_available():
-        o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="cuda")
-        check.guard(o)
-        found = _device_finding(check, o, "cuda") or _cuda_values(check, o)
-        if found:
-            check.add(found)
-            return (FAIL if found.level == "error" else WARN), found.evidence
-        note += "; it runs on CUDA and matches"
     return PASS, note
 
 
 READS = {"tolist", "item", "numpy", "__int__", "__float__", "__bool__", "__index__", "__len__", "__iter__"}
 
 
-def _device_finding(check, o: calls.Outcome, dev: str):
-    """device-mismatch when the run raised about devices or returned a tensor on another device."""
+def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
+    """device-mismatch when the run raised about devices or returned a tensor on another device; with `guess`
+    (on the meta device), also when a tensor made on the CPU was never moved: a real GPU says for itself."""
     made = o.tracer.off_device if o.tracer else []
     said = f"; torch.{made[0][0]}(...) at your line {made[0][1]} makes a tensor with no device=" if made else ""
     if o.error is not None:
@@ -261,7 +270,7 @@ def _device_finding(check, o: calls.Outcome, dev: str):
         if t.device.type != dev:
             return findings.make("device-mismatch", f"with inputs on the {dev} device, {name} comes back on "
                                  f"{t.device.type}{said}", line=made[0][1] if made else None, score=1.0)
-    if made:  # matmul, einsum and indexing accept a CPU operand on meta; on a GPU most of them raise
+    if made and guess:  # matmul, einsum and indexing accept a CPU operand on meta; on a GPU most of them raise
         op, line = made[0]
         return findings.make("device-mismatch", f"with inputs on the {dev} device, torch.{op}(...) at your line "
                              f"{line} still makes its tensor on the CPU (no device=), and it is never moved",
@@ -269,15 +278,13 @@ def _device_finding(check, o: calls.Outcome, dev: str):
     return None
 
 
-def _cuda_values(check, o: calls.Outcome):
-    if o.error is not None:
-        return load.exception_finding(o.error, check.path, "on CUDA", score=1.0)
-    if o.outputs is None:
-        return return_type(check.spec, o)
-    ref = check.spec.unpack(check.spec.reference(o.case, torch.float32)[0])
-    for name, got, want in zip(check.spec.outputs, o.outputs, ref):
-        d = diff(got, want, TOL[torch.float32])
-        if not d.ok:
-            return findings.make("values-mismatch", f"on CUDA (float32), {name} differs: max abs error "
-                                 f"{d.max_abs:.3g} ({o.case.label})", score=0.5)
-    return None
+def on_gpu(check, device: str, name: str):
+    """The device stage on a GPU: the first case on `device` in float32 and the half types (float32 alone for
+    integer inputs), each against the reference in that dtype. `name` names the device in the detail."""
+    dtypes = DTYPES if check.spec.float_inputs else (torch.float32,)
+    status, detail = in_dtypes(check, dtypes, device, on=f" on {name}")
+    if status == PASS:
+        names = [str(d).replace("torch.", "") for d in dtypes]
+        said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return PASS, f"it runs on {name} in {said} and matches"
+    return status, detail
