@@ -190,3 +190,30 @@ def test_the_script_compiles_whatever_the_detail_holds(isolated):
     text = path.read_text()
     compile(text, str(path), "exec")
     assert "\x1b" not in text  # shown escaped, never raw
+
+
+@pytest.mark.parametrize("folder", ['we"""ird $(touch pwned) `touch pwned2` x\\', "new\nline\x1b[31m"])
+def test_repro_quotes_every_name_it_writes_into_code_or_prints(folder, isolated, monkeypatch):
+    """A folder name that closes the script's docstring runs nothing; the printed command is shell-quoted (a
+    `$(...)` in a path runs nothing when pasted); a newline or an escape reaches the terminal escaped."""
+    work = isolated / folder
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert invoke("start", "sdpa").exit_code == 0
+    shutil.copy(CORPUS / "sdpa" / "missing-scale__no_div.py", work / "attn-practice" / "sdpa.py")
+    assert invoke("check", "--seed", "11").exit_code == 1
+    monkeypatch.chdir(isolated)  # from the folder above, the paths printed and written hold the odd name
+    r = invoke("repro")
+    assert r.exit_code == 0, r.output
+    said = " ".join(r.output.split("\nRun it:", 1)[1].split("\n")).strip()  # the end, wrapped at spaces
+    assert "\x1b" not in r.output and "\nline" not in r.output, r.output
+    script = work / "attn-practice" / "repro" / "sdpa_11.py"
+    compile(script.read_text(), str(script), "exec")  # still one docstring, then our code
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    if "\n" not in folder:  # the command as printed is the command to paste
+        run = subprocess.run(said, shell=True, capture_output=True, text=True, env=env,
+                             timeout=300)
+        assert run.returncode == 1 and "differs" in run.stdout, (said, run.stdout, run.stderr)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1 and "differs" in run.stdout, run.stderr
+    assert not list(isolated.rglob("pwned*")) and not list(Path.cwd().glob("pwned*"))

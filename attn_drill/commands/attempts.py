@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Optional
 
 from attn_drill.commands import resolve
 from attn_drill.commands.usage import fail as _fail, nice as _nice, show as _show
+from attn_drill.say import printable
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
@@ -156,7 +157,7 @@ def cmd_repro(exercise_id: Optional[str]) -> None:
     except OSError as e:
         _fail(f"could not write the script: {e.strerror or e}.")
     out = render.console()
-    render.say(out, "Wrote ", (_nice(target), "bold"))
+    render.say(out, "Wrote ", (printable(_nice(target)), "bold"))
     render.say(out, f"case {failure.case + 1} of your check with seed {failure.seed}, where {failure.stage} failed.")
     render.say(out, "It runs your file and the model answer (numbers only, never its code).")
-    render.say(out, "Run it: ", (command, "bold cyan"))
+    render.say(out, "Run it: ", (printable(command), "bold cyan"))  # shell-quoted; control characters shown

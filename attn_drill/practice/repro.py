@@ -9,6 +9,7 @@ model answer's code: so, unlike `solution`, it needs no confirmation before a pa
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from attn_drill import paths
 from attn_drill.store.atomic import write_atomic
 
 TEMPLATE = '''\
-r"""The failing case of your last check of {exercise}, to run and poke at:
+"""The failing case of your last check of {exercise}, to run and poke at:
 
     {command}
 
@@ -53,6 +54,12 @@ if __name__ == "__main__":
 '''
 
 
+def in_docstring(text: str) -> str:
+    """`text` as it may stand inside the script's docstring: every backslash and double quote escaped, so that
+    no name (a folder whose name holds three double quotes, then code) can end the docstring early and run."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def script_path(practice_file: Path, exercise_id: str, seed: int) -> Path:
     """attn-practice/repro/<exercise>_<seed>.py, in the folder of the practice file."""
     return Path(practice_file).parent / "repro" / f"{exercise_id.replace('-', '_')}_{seed}.py"
@@ -73,12 +80,11 @@ def write(exercise_id: str, failure, nice) -> tuple[Path, str]:
     from attn_drill.say import printable
 
     target = script_path(Path(failure.file), exercise_id, failure.seed)
-    command = f"{python_command()} {nice(target)}"
-    detail = printable(failure.detail).replace('"""', "'''")
+    command = f"{shlex.quote(python_command())} {shlex.quote(str(nice(target)))}"  # pasted into a shell as it is
+    detail = textwrap.fill(f"The check (seed {failure.seed}) failed at {failure.stage}: {printable(failure.detail)}", 96)
     text = TEMPLATE.format(
         exercise=exercise_id, seed=failure.seed, case=failure.case, case_1=failure.case + 1,
         stage=failure.stage, file=str(failure.file), package=str(paths.PACKAGE.parent),
-        command=command,
-        detail_wrapped=textwrap.fill(f"The check (seed {failure.seed}) failed at {failure.stage}: {detail}", 96))
+        command=in_docstring(printable(command)), detail_wrapped=in_docstring(detail))
     write_atomic(target, text.encode("utf-8"))
     return target, command
