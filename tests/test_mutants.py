@@ -8,6 +8,7 @@ mutant passes. The exhaustive variant (every reference and corpus styles, every 
 from __future__ import annotations
 
 import ast
+import json
 import random
 import subprocess
 import sys
@@ -314,3 +315,20 @@ def test_every_distinct_verdict_is_the_checker_s(exercise, file, tmp_path, reche
     assert questions
     (tmp_path / "again").mkdir()
     assert_answers_are_the_checker_s(path, exercise, 11, questions, tmp_path / "again", recheck)
+
+
+def test_what_breaks_runs_each_mutant_where_the_file_runs_so_its_helpers_import(tmp_path, checker):
+    """A file that imports a helper module of its own folder: its mutants import it too, so no question is
+    answered by a ModuleNotFoundError (which would teach that the change breaks nothing but an import)."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "my_helpers.py").write_text("import math\n\n\ndef scale(d):\n    return 1 / math.sqrt(d)\n")
+    text = (Path(paths.REFERENCE) / "sdpa.py").read_text()
+    text = text.replace("import math\n", "from my_helpers import scale\n").replace(" / math.sqrt(d)", " * scale(d)")
+    path = folder / "sdpa.py"
+    path.write_text(text)
+    questions = mut.what_breaks(path, "sdpa", seed=3, pool=checker)
+    assert questions, "the file passes and has mutants to ask about"
+    for q in questions:
+        assert "ModuleNotFoundError" not in json.dumps(q), q
+        assert q["slug"] != "exception", q

@@ -68,7 +68,8 @@ def _build(path, ex, seed: int, timeout: Optional[float]):
         if waiting:
             waiting.start()
         with WarmPool([]) as pool:
-            reports = runner.run_checks([runner.Job(path, ex.id)], seed=seed, timeout=limit, spawn=pool.spawn)
+            reports = runner.run_checks([runner.Job(path, ex.id)], seed=seed, timeout=limit, spawn=pool.spawn,
+                                        on_gpu=False)  # explain asks about the code, not the device
             rep = next(reports)
             reports.close()
             if rep.passed:

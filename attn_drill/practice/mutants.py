@@ -532,8 +532,8 @@ def _check_mutants(path: Path, exercise: str, order: list[Mutant], seed: int, ti
             folder = Path(tmp) / f"m{i}"
             folder.mkdir()
             (folder / path.name).write_text(m.source, encoding="utf-8")  # same name: the same exercise and imports
-            jobs.append(runner.Job(folder / path.name, exercise))
-        reports = runner.run_checks(jobs, seed=seed, timeout=timeout, spawn=spawn)
+            jobs.append(runner.Job(folder / path.name, exercise, imports_from=path.parent))  # its helpers too
+        reports = runner.run_checks(jobs, seed=seed, timeout=timeout, spawn=spawn, on_gpu=False)
         try:
             if not next(reports).passed:
                 return []  # questions on a failing file would be about code that is wrong already

@@ -46,6 +46,8 @@ class Job:
     exercise: str
     task: str | None = None  # None: check the file; "explain": trace it, "maps": its weights, "gpu": the device
     # stage on a GPU (worker.run_task)
+    imports_from: Path | None = None  # a folder whose modules the file may import besides its own (explain's
+    # mutants, each in a folder of its own, import the original's helpers)
 
 
 def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -211,7 +213,8 @@ def check_one(job: Job, seed: int, timeout: float, spawn, stop_fd: int | None = 
     path = Path(os.path.abspath(job.path))  # the worker runs in the scratch folder
     key = secrets.token_hex(16)  # signs the worker's events: see worker.signer
     spec = {"seed": seed, "fault_fd": faults.fileno(), "scratch": scratch, "key": key, "parent": os.getpid(),
-            "jobs": [{"path": str(path), "exercise": job.exercise, **({"task": job.task} if job.task else {})}]}
+            "jobs": [{"path": str(path), "exercise": job.exercise, **({"task": job.task} if job.task else {}),
+                      **({"imports_from": os.path.abspath(job.imports_from)} if job.imports_from else {})}]}
     if job.task == "gpu":
         spec["gpu"] = gpu.device()  # this worker owns the GPU (spawn_worker leaves it visible)
     ooms = _oom_kills()

@@ -58,6 +58,8 @@ def main(argv: list[str]) -> int:
     for index, job in enumerate(spec["jobs"]):
         send({"event": "start", "index": index})
         sandbox.begin_job()
+        if job.get("imports_from"):  # after the file's own folder (load puts that first): one job per process
+            sys.path.insert(0, job["imports_from"])
         if job.get("task"):  # not a check: the task's JSON result goes back as the report's payload
             send({"event": "report", "payload": run_task(job, spec["seed"], gpu)})
             continue
