@@ -47,6 +47,7 @@ class Report:
     output: str = ""  # what the user's code printed (stdout and stderr), its first and last lines
     confinement: str = ""  # what of the sandbox was NOT in force for this check, in words; "" when all was
     case: int | None = None  # the index of the first failing case of the values stage (attn-drill repro)
+    digest: str = ""  # sha256 (16 hex digits) of the bytes the judge read and ran; "" if it read none
 
     @property
     def passed(self) -> bool:
@@ -104,6 +105,7 @@ class Report:
         r = cls(d["exercise"], d["file"], d["seed"], seconds=d.get("seconds", 0.0),
                 output=str(d.get("output", "")), confinement=str(d.get("confinement", "")))
         r.case = d["case"] if isinstance(d.get("case"), int) else None
+        r.digest = d["digest"] if isinstance(d.get("digest"), str) else ""
         r.stages = [Stage(**s) for s in d.get("stages", [])]
         r.findings = [Finding(**f) for f in d.get("findings", [])]
         r.sort_findings()
@@ -121,6 +123,7 @@ class Report:
             "output": self.output,
             "confinement": self.confinement,
             "case": self.case,
+            "digest": self.digest,
         }
 
 

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,45 @@ def test_repro_quotes_every_name_it_writes_into_code_or_prints(folder, isolated,
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 1 and "differs" in run.stdout, run.stderr
     assert not list(isolated.rglob("pwned*")) and not list(Path.cwd().glob("pwned*"))
+
+
+def test_a_deeply_nested_index_is_set_aside(isolated, capsys):
+    folder = attempts.folder("sdpa")
+    folder.mkdir(parents=True)
+    (folder / "index.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert attempts.load("sdpa").attempts == []
+    assert (folder / "index.json.corrupt").exists() and "moved it to" in capsys.readouterr().err
+
+
+def test_diff_against_a_fifo_refuses_at_once(failed_sdpa):
+    practice, _ = failed_sdpa
+    practice.unlink()
+    os.mkfifo(practice)
+    r = subprocess.run([sys.executable, "-m", "attn_drill", "attempts", "sdpa", "1", "--diff"], capture_output=True,
+                       text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.returncode == 2 and "is not a regular file" in r.stdout + r.stderr, (r.stdout, r.stderr)
+
+
+def test_concurrent_checks_of_changing_content_keep_each_version_with_its_own_verdict(isolated):
+    """Four checks started while the practice file changes under them: whatever each checker read, what is kept
+    is a version with the verdict of that very version (right ones passed, wrong ones failed), once each."""
+    assert invoke("start", "sdpa").exit_code == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    right = (REPO / "reference" / "sdpa.py").read_text()
+    wrong = (CORPUS / "sdpa" / "missing-scale__no_div.py").read_text()
+    versions = [right, wrong, right + "\n# again\n", wrong + "\n# again\n"]
+    procs = []
+    for text in versions:
+        practice.write_text(text)
+        procs.append(subprocess.Popen([sys.executable, "-m", "attn_drill", "check", "--seed", "2"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=dict(os.environ, PYTHONPATH=str(REPO))))
+        time.sleep(0.3)
+    for p in procs:
+        p.wait(timeout=300)
+    kept = attempts.load("sdpa").attempts
+    assert kept, "at least the last version is kept"
+    for a in kept:
+        text = attempts.content("sdpa", a).decode()
+        assert a.passed == ("/ math.sqrt(d)" in text), (a, text[:80])
+    assert len({a.hash for a in kept}) == len(kept)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -116,3 +117,36 @@ def test_a_file_that_is_no_attempt_is_recorded_but_not_kept_or_timed(isolated):
     done = record.after_check(SDPA, other, canned(other), source="check", attempt=attempt)
     assert done.recorded and not done.kept and done.solved is None
     assert history.checks("sdpa")[0]["attempt"] is None
+
+
+def test_the_judge_hashes_the_very_bytes_it_runs(isolated):
+    """load reads the file once and runs what it read: a file that rewrites itself while it is imported is
+    judged, and hashed, as it was read."""
+    import hashlib
+
+    from attn_drill.judge.engine import check_file
+
+    path = isolated / "sdpa.py"
+    text = (Path(__file__).parent.parent / "reference" / "sdpa.py").read_text()
+    text += "\nopen(__file__, 'w').write('def scaled_dot_product_attention(q, k, v, mask=None):\\n    return q, q\\n')\n"
+    path.write_text(text)
+    rep = check_file(path, "sdpa", 3)
+    assert rep.digest == hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert [s.status for s in rep.stages[:4]] == ["pass"] * 4  # the version read ran, not the one written
+
+
+def test_a_verdict_on_other_bytes_than_were_read_is_not_kept(isolated, capsys):
+    """The file was saved between the CLI's read and the checker's: the verdict is recorded, no attempt kept."""
+    from attn_drill.practice import record
+    from attn_drill.store import attempts
+
+    ex = catalogue.get("sdpa")
+    path = isolated / "sdpa.py"
+    path.write_text("v2\n")
+    rep = Report("sdpa", str(path), 1, stages=[Stage("load", PASS, "ok")])
+    rep.digest = attempts.digest(b"v2\n")
+    clock = record.Clock("a1", 5.0, practice=True)
+    assert not record.after_check(ex, path, rep, source="check", attempt=clock, data=b"v1\n").kept
+    assert "changed while it was being checked" in capsys.readouterr().err
+    assert attempts.load("sdpa").attempts == []
+    assert record.after_check(ex, path, rep, source="check", attempt=clock, data=b"v2\n").kept

@@ -1,6 +1,7 @@
 """The work of `attempts` (your past versions), `repro` (the failing case as a script) and the plain and
 diff forms of `solution`. No torch: repro writes a script that imports it when you run it."""
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -79,7 +80,12 @@ def _when(at: float) -> str:
 
 
 def _read(path: Optional[Path], ex: "Exercise") -> str:
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block the read, or never end
+            _fail(f"your file for {ex.id} ({_show(path)}) is not a regular file: nothing to compare with.",
+                  f"attn-drill start {ex.id} writes a fresh skeleton.")
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except (OSError, TypeError):
         _fail(f"your file for {ex.id} is gone{f' ({_show(path)})' if path else ''}: nothing to compare with.",

@@ -135,7 +135,9 @@ class Check:
     # --- stages ------------------------------------------------------------------------------
 
     def load(self):
-        module, bad = load.load(self.path, self.spec.id)
+        read: dict = {}
+        module, bad = load.load(self.path, self.spec.id, read)
+        self.report.digest = read.get("digest", "")  # the bytes judged: record.py keeps only those
         forged = self.tampered("importing your file replaced", deep=True, label="while importing the file")
         if forged:
             self.fail(forged)

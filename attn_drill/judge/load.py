@@ -21,37 +21,52 @@ def parse(path: Path, tag: str) -> Finding | None:
     """Read and compile the user's file without running any of it: the finding that stops it there, or None.
     No torch needed: the runner asks this before it starts a worker (a syntax error costs no torch import)."""
     source, bad = read_source(path)
-    if bad:
-        return bad
+    return bad or compiled(source, path, tag)[1]
+
+
+def compiled(source: str, path: Path, tag: str):
+    """(code object, None), or (None, the finding that stops the file before any of it runs)."""
     try:
         tree = ast.parse(source, str(path))
-        compile(tree, str(path), "exec")
+        code = compile(tree, str(path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # the last two: absurdly nested code
         if "\0" in source:  # Python says "cannot contain null bytes" with no line: find it
             line, where = _where_byte(source.encode("utf-8"), b"\0")
-            return findings.make("syntax-error", f"the file contains a NUL byte{where}, which Python does not "
-                                 "accept anywhere (pasted from a binary file?)", line=line, score=1.0)
+            return None, findings.make("syntax-error", f"the file contains a NUL byte{where}, which Python does not "
+                                       "accept anywhere (pasted from a binary file?)", line=line, score=1.0)
         if isinstance(e, SyntaxError):
-            return syntax_finding(e)
-        return findings.make("syntax-error", f"Python cannot parse it: {describe(e)}", score=1.0)
+            return None, syntax_finding(e)
+        return None, findings.make("syntax-error", f"Python cannot parse it: {describe(e)}", score=1.0)
     if not tree.body:
-        return _nothing_defined(source, tag)
-    return None
+        return None, _nothing_defined(source, tag)
+    return code, None
 
 
-def load(path: Path, tag: str) -> tuple[object | None, Finding | None]:
-    """Parse and execute the user's file; return (module, None) or (None, finding)."""
-    bad = parse(path, tag)
+def load(path: Path, tag: str, read: dict | None = None) -> tuple[object | None, Finding | None]:
+    """Read the user's file once, then compile and run those very bytes as a fresh module: (module, None) or
+    (None, finding). `read`, if given, gets "digest": the sha256 (16 hex digits) of the bytes that ran, so
+    that what is kept as an attempt is what was judged, whatever was saved meanwhile."""
+    import hashlib
+
+    try:
+        raw = path.read_bytes()
+    except OSError as e:  # gone or unreadable since the command looked at it
+        return None, findings.make("syntax-error", f"the file cannot be read: {describe(e)}", score=1.0)
+    if read is not None:
+        read["digest"] = hashlib.sha256(raw).hexdigest()[:16]
+    source, bad = decoded(path, raw)
     if bad:
         return None, bad
-
+    code, bad = compiled(source, path, tag)
+    if bad:
+        return None, bad
     spec = importlib.util.spec_from_file_location(f"attn_drill_user_{tag}", path)
     module = importlib.util.module_from_spec(spec)
     # The file's own folder comes first, as for a script: its helper modules import, also from inside a
     # function called later. The worker checks this one file only, so no other file sees them.
     sys.path.insert(0, str(path.parent))
     try:
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
         return None, exception_finding(e, path, "while importing the file")
     return module, None
@@ -65,6 +80,11 @@ def read_source(path: Path) -> tuple[str | None, Finding | None]:
         raw = path.read_bytes()
     except OSError as e:  # gone or unreadable since the command looked at it
         return None, findings.make("syntax-error", f"the file cannot be read: {describe(e)}", score=1.0)
+    return decoded(path, raw)
+
+
+def decoded(path: Path, raw: bytes) -> tuple[str | None, Finding | None]:
+    """The file's bytes as text, as Python decodes a source file, or the finding that says why they are not."""
     if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return None, not_utf8(path, raw, 0)
     try:

@@ -44,11 +44,27 @@ def practice_attempt(ex: "Exercise", path: Path, st: "State") -> Clock:
 
 
 def read_bytes(path: Path) -> bytes | None:
-    """The bytes a check is about, read before it starts (None if unreadable: the check will say why)."""
+    """The bytes a check is about, read before it starts (None if unreadable, or not a regular file, which a
+    read could block on: the check will say why)."""
+    import stat
+
     try:
-        return Path(path).read_bytes()
+        return Path(path).read_bytes() if stat.S_ISREG(Path(path).stat().st_mode) else None
     except OSError:
         return None
+
+
+def _judged(rep: "Report", data: bytes | None) -> bool:
+    """`data` are the bytes the checker ran (its report says which): else the file was saved between our read
+    and the checker's, and neither version is kept with this verdict."""
+    from attn_drill.say import warn
+    from attn_drill.store import attempts
+
+    if data is None or not rep.digest or attempts.digest(data) == rep.digest:
+        return data is not None
+    warn("your file changed while it was being checked: this verdict is not kept as an attempt "
+         "(check again to keep the version you have now).", once="changed")
+    return False
 
 
 def after_check(ex: "Exercise", path: Path, rep: "Report", *, source: str, attempt: Clock,
@@ -69,7 +85,7 @@ def after_check(ex: "Exercise", path: Path, rep: "Report", *, source: str, attem
         done.recorded = history.record_report(rep, source=source, attempt=attempt.id, solve_seconds=took)
         schedule.after_check(ex, rep, attempt=attempt.id, seconds=took, source=source)
         done.solved = took
-    if attempt.practice:
+    if attempt.practice and _judged(rep, data):
         done.kept = attempts.keep(ex.id, Path(path), rep, data) is not None
     if rep.passed and not repeat:
         best = history.progress_of(ex.id).best

@@ -78,8 +78,8 @@ def load(exercise_id: str) -> Index:
         return index
     except FileNotFoundError:
         return Index()
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
-        _damaged(path, e)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:  # deep nesting too
+        _damaged(path, e if not isinstance(e, RecursionError) else ValueError("nested too deeply"))
         return Index()
 
 
