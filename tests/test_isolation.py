@@ -11,12 +11,16 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from attn_drill.process import landlock
 from conftest import attn_drill_script
+
+SECCOMP = sys.platform.startswith("linux") and landlock._AUDIT_ARCH.get(os.uname().machine.lower()) is not None
 
 REFERENCE = Path(__file__).parent.parent / "reference" / "sdpa.py"
 CORPUS = Path(__file__).parent / "corpus" / "sdpa"
@@ -261,14 +265,19 @@ def test_a_setsid_daemon_does_not_outlive_the_check(isolated):
     marker = f"{3600 + os.getpid() % 1000}.25"  # an argument no other process has
     f = correct(isolated / "sdpa.py", f"""
 import os
-if os.fork() == 0:
-    os.setsid()
+try:
     if os.fork() == 0:
-        os.execvp("sleep", ["sleep", "{marker}"])
-    os._exit(0)
+        os.setsid()
+        if os.fork() == 0:
+            os.execvp("sleep", ["sleep", "{marker}"])
+        os._exit(0)
+except OSError as e:
+    print("refused:", e)
 """)
     code, reports, _ = check_json(str(f))
     assert code == 0, reports
+    if SECCOMP:  # the sandbox starts no process at all
+        assert "refused: [Errno 1] Operation not permitted" in reports[0]["output"], reports
     end = time.monotonic() + 30
     while _sleepers(marker) and time.monotonic() < end:  # killed at the end of the check; reaped just after
         time.sleep(0.2)
@@ -302,3 +311,30 @@ def test_a_crash_or_garbage_on_the_channel_is_that_file_alone(isolated):
     assert "report channel" in got["garbler.py"]["findings"][0]["evidence"]
     assert got["ok.py"]["passed"]
     assert "Traceback" not in stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")
+@pytest.mark.parametrize("batch", [False, True], ids=["one file", "batch"])
+def test_the_checked_code_cannot_read_secrets_from_the_environment_or_proc(isolated, monkeypatch, batch):
+    """A worker's environment keeps only what Python and torch read; the CLI's own (where a user's tokens live)
+    is unreadable in /proc, even to a worker run as root (it gives up every capability)."""
+    secret = f"attn-drill-secret-{os.getpid()}"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    spy = correct(isolated / "spy.py", """
+import os
+print("env:", sorted(os.environ))
+found = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            found.append(open(f"/proc/{pid}/environ", "rb").read().decode("latin-1"))
+        except OSError:
+            pass
+print("proc:", "|".join(found))
+""")
+    files = [str(spy)] + ([str(correct(isolated / "ok.py"))] if batch else [])
+    code, reports, stderr = check_json(*files, "--exercise", "sdpa")
+    assert code == 0 and reports[0]["passed"], (reports, stderr)
+    said = reports[0]["output"]
+    assert "env: [" in said and "proc:" in said, said
+    assert secret not in said and "AWS_SECRET_ACCESS_KEY" not in said, said

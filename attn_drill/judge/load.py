@@ -229,5 +229,17 @@ def reason(exc: BaseException, message: str) -> str:
 def exception_finding(exc: BaseException, path: Path, when: str, score: float = 1.0) -> Finding:
     line, text = user_line(exc, path)
     where = f"\n    your line {line}: {text}" if line else ""
+    if isinstance(exc, PermissionError) and exc.errno == 1 and _walled():  # EPERM: the sandbox said no
+        where += ("\n    (the checker runs your code alone: it may not start processes, change permissions, "
+                  "or leave sockets and shared memory behind)")
     return findings.make("exception", f"{describe(exc)} {when}{where}", line=line,
                          score=score, type=type(exc).__name__)
+
+
+def _walled() -> bool:
+    """This process runs under the sandbox's seccomp filter (process/landlock.py)."""
+    try:
+        with open("/proc/self/status") as f:
+            return any(line.startswith("Seccomp:") and line.split()[1] != "0" for line in f)
+    except (OSError, IndexError):
+        return False

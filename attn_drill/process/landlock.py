@@ -14,13 +14,18 @@ to other processes. Linux only, through the kernel's own calls (ctypes); no torc
   (that leaves unix sockets only for socketpair(), which needs no connect: no docker.sock, no D-Bus),
   kill(-1, ...) (every process we may signal) fails with EPERM, io_uring is unavailable (it could open
   and connect sockets without those system calls), and so is any system call made through another ABI
-  (x32, i386 `int 0x80`), which the filter would not recognise. Applied to every thread (TSYNC).
+  (x32, i386 `int 0x80`), which the filter would not recognise. No new process: fork, vfork and a clone()
+  that is not a thread fail with EPERM (clone3 with ENOSYS, so libc falls back to clone), so nothing the
+  code starts can outlive the worker, which dies with the CLI. No permission or owner changes (the chmod
+  and chown family), no System V IPC objects (shmget, semget, msgget), no bind() (an abstract unix socket
+  that would outlive the check), no datagram sent to an address (sendto with one, sendmsg, sendmmsg).
+  Applied to every thread (TSYNC).
 
 It never raises: it returns "" when all of that is in force, else a phrase saying what is not and why.
 
 What it does not do: the threads that already run beside the caller (torch starts one at import) keep
-Landlock's freedom (the seccomp filter reaches them); Landlock does not cover connecting to a unix socket
-by path (the seccomp filter's connect() rule does), nor sending a datagram to one.
+Landlock's freedom (the seccomp filter reaches them); reading stays allowed everywhere Unix permissions
+allow (a user's own files, /proc of their own processes): see the README's list of what is not walled off.
 """
 
 from __future__ import annotations
@@ -114,6 +119,7 @@ def _restrict(writable: str) -> str:
         return "files, network and other processes are not protected on this system (Linux only)"
     if not _no_new_privs():  # Landlock and seccomp both refuse without it (we are not CAP_SYS_ADMIN)
         return "the sandbox could not be set up (prctl(PR_SET_NO_NEW_PRIVS) failed): nothing is confined"
+    _drop_capabilities()
     sockets = _block_sockets()
     version, why = _why_no_landlock()
     if version:
@@ -130,6 +136,29 @@ def _restrict(writable: str) -> str:
         what = "UDP, raw and unix sockets are not blocked" if version >= 4 else "network not blocked"
         missing.append(f"{sockets.why}: {what}")
     return "; ".join(missing)
+
+
+def _drop_capabilities() -> None:
+    """Run as root, a worker would still hold root's powers (reading any file, any process's /proc files):
+    give up every capability, for good. Nothing changes for an ordinary user, who holds none."""
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    try:
+        libc = _syscall()
+        _PR_CAPBSET_DROP = 24
+        for cap in range(64):  # the bounding set first (needs CAP_SETPCAP, which root has until the capset)
+            if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                break
+        header, data = Header(0x20080522, 0), (Data * 2)()  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
+        libc.capset(ctypes.byref(header), data)
+    except (OSError, AttributeError):
+        pass
 
 
 def _no_new_privs() -> bool:
@@ -200,15 +229,24 @@ def _device_paths() -> list[str]:
 # A classic BPF program run on every system call (struct seccomp_data: nr at offset 0, arch at 4, the
 # arguments from 16, 8 bytes each; we read the low 32 bits of the first one, so little-endian only).
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "amd64": 0xC000003E, "aarch64": 0xC00000B7, "arm64": 0xC00000B7}
-_NR = {  # socket, connect, kill, the three io_uring calls, seccomp
-    0xC000003E: {"socket": 41, "connect": 42, "kill": 62, "io_uring": (425, 427), "seccomp": 317},
-    0xC00000B7: {"socket": 198, "connect": 203, "kill": 129, "io_uring": (425, 427), "seccomp": 277},
+_NR = {  # socket, connect, kill, the three io_uring calls, seccomp, and the calls refused outright (EPERM)
+    0xC000003E: {"socket": 41, "connect": 42, "kill": 62, "io_uring": (425, 427), "seccomp": 317, "clone": 56,
+                 "clone3": 435, "sendto": 44,
+                 # fork, vfork; chmod, fchmod, chown, fchown, lchown, fchownat, fchmodat, fchmodat2; shmget,
+                 # semget, msgget; bind; sendmsg, sendmmsg
+                 "refused": (57, 58, 90, 91, 92, 93, 94, 260, 268, 452, 29, 64, 68, 49, 46, 307)},
+    0xC00000B7: {"socket": 198, "connect": 203, "kill": 129, "io_uring": (425, 427), "seccomp": 277, "clone": 220,
+                 "clone3": 435, "sendto": 206,
+                 # (no fork, vfork, chmod, chown or lchown here) fchmod, fchmodat, fchownat, fchown, fchmodat2;
+                 # shmget, semget, msgget; bind; sendmsg, sendmmsg
+                 "refused": (52, 53, 54, 55, 452, 194, 190, 186, 200, 211, 269)},
 }
+_CLONE_THREAD = 0x00010000  # clone() for a thread (allowed) rather than a process (refused)
 _X32_BIT = 0x40000000  # x86_64: system calls of the x32 ABI carry this bit, with the same arch value
 _AF_UNIX = 1
 
 # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_JMP|BPF_JGE|BPF_K, BPF_RET|BPF_K
-_LD_W_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_LD_W_ABS, _JEQ, _JGE, _JSET, _RET = 0x20, 0x15, 0x35, 0x45, 0x06
 _ALLOW = 0x7FFF0000  # SECCOMP_RET_ALLOW
 _ERRNO = 0x00050000  # SECCOMP_RET_ERRNO | errno
 
@@ -236,6 +274,10 @@ def _program(arch: int) -> list[tuple[int, int, int, int]]:
         ("jeq", nr["socket"], "socket", None),
         ("jeq", nr["connect"], "eacces", None),
         ("jeq", nr["kill"], "kill", None),
+        ("jeq", nr["clone"], "clone", None),
+        ("jeq", nr["clone3"], "nosys", None),  # its flags are behind a pointer: libc then falls back to clone()
+        ("jeq", nr["sendto"], "sendto", None),
+        *[("jeq", n, "eperm", None) for n in nr["refused"]],
         ("jge", lo, None, "allow"),
         ("jge", hi + 1, "allow", "nosys"),  # io_uring_setup, _enter, _register
         ("label", "socket"),
@@ -244,6 +286,12 @@ def _program(arch: int) -> list[tuple[int, int, int, int]]:
         ("label", "kill"),
         ("ld", 16),  # kill(pid, sig): pid -1 means every process we may signal (before Landlock ABI 6: all
         ("jeq", 0xFFFFFFFF, "eperm", "allow"),  # of the user's, the CLI and their desktop among them)
+        ("label", "clone"),
+        ("ld", 16),  # clone(flags, ...): a thread shares the process; a new process is refused
+        ("jset", _CLONE_THREAD, "allow", "eperm"),
+        ("label", "sendto"),
+        ("ld", 56),  # sendto(fd, buf, len, flags, addr, addrlen): to a connected socket only (addrlen 0)
+        ("jeq", 0, "allow", "eacces"),
         ("label", "allow"), ("ret", _ALLOW),
         ("label", "eacces"), ("ret", _ERRNO | errno.EACCES),
         ("label", "eperm"), ("ret", _ERRNO | errno.EPERM),
@@ -266,7 +314,7 @@ def _program(arch: int) -> list[tuple[int, int, int, int]]:
             out.append((_RET, 0, 0, ins[1]))
         else:
             jt, jf = (0 if t is None else where[t] - i - 1 for t in ins[2:])
-            out.append((_JEQ if ins[0] == "jeq" else _JGE, jt, jf, ins[1]))
+            out.append(({"jeq": _JEQ, "jge": _JGE, "jset": _JSET}[ins[0]], jt, jf, ins[1]))
     return out
 
 

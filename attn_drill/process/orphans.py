@@ -77,6 +77,12 @@ def _watch_parent(parent: int, every: float = 0.5) -> bool:
 
 
 # -- the CLI side -----------------------------------------------------------------------------------------
+def keep_private() -> bool:
+    """Make this process's /proc files (its environment, its memory) unreadable to the processes of its user,
+    the checked code among them (Linux; a root process can still read them). True if so."""
+    return _prctl(4, 0)  # PR_SET_DUMPABLE: 0; exec resets it, so no worker inherits it
+
+
 def become_subreaper() -> bool:
     """Make orphaned descendants of this process re-parent to it instead of init (Linux 3.4+). True if so."""
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)

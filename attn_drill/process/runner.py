@@ -60,6 +60,7 @@ def run_checks(jobs: list[Job], *, seed: int | None = None, timeout: float = DEF
     if seed is None:
         seed = random.randrange(10_000)
     orphans.become_subreaper()  # setsid'ed grandchildren come back to us, to be killed
+    orphans.keep_private()  # our environment is ours: the checked code cannot read it in /proc
     if spawn is None and len(jobs) > 1 and warm.available():
         yield from _batch(jobs, seed, timeout, on_gpu)
         return
@@ -121,6 +122,7 @@ def run_task(job: Job, seed: int, timeout: float = DEFAULT_TIMEOUT, spawn=None) 
     """Run a job's task (job.task) on its file in a process of its own, as a check runs: its JSON result, or
     the Report of how that process failed (a timeout, a crash)."""
     orphans.become_subreaper()
+    orphans.keep_private()
     return check_one(job, seed, timeout, spawn or spawn_worker)
 
 

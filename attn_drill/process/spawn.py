@@ -35,6 +35,20 @@ sys.exit(main([module, *args]))
 """
 
 
+# What a worker's environment keeps of ours: what Python, torch and a GPU read, and nothing else (no tokens,
+# keys or passwords a user's shell may hold: the checked code could print them into its report).
+KEEP = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "SYSTEMROOT", "LD_LIBRARY_PATH",
+        "TMPDIR", "NO_COLOR"}
+KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCM_", "HSA_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "TORCH_",
+                 "PYTORCH_", "ATTN_DRILL_")
+
+
+def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (default ours), scrubbed down to KEEP and KEEP_PREFIXES."""
+    env = os.environ if env is None else env
+    return {k: v for k, v in env.items() if k in KEEP or k.startswith(KEEP_PREFIXES)}
+
+
 def python_command(module: str, *args: str) -> list[str]:
     """The command that runs attn_drill.process.<module>.main in an isolated interpreter."""
     return [sys.executable, "-I", "-B", "-c", _BOOT, str(PACKAGE), module, *args]
@@ -47,7 +61,7 @@ def spawn_worker(spec: dict, fds: tuple[int, ...], log) -> subprocess.Popen:
     spec says it runs the GPU half of a check (spec["gpu"], see gpu.py)."""
     from attn_drill.process import gpu
 
-    env = dict(os.environ, CUDA_CACHE_DISABLE="1") if spec.get("gpu") else gpu.hidden()
+    env = dict(worker_env(), CUDA_CACHE_DISABLE="1") if spec.get("gpu") else gpu.hidden(worker_env())
     proc = subprocess.Popen(
         python_command("worker", str(fds[0])),
         stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,

@@ -66,7 +66,8 @@ class WarmPool:
         except OSError:
             self.failed = True
             return
-        env = gpu.hidden()  # a process that forks may never touch a GPU (gpu.py): its children run on the CPU
+        # scrubbed as a cold worker's (spawn.worker_env); a process that forks may never touch a GPU (gpu.py)
+        env = gpu.hidden(spawn.worker_env())
         try:
             self.proc = subprocess.Popen(
                 spawn.python_command("warm", str(theirs.fileno()), json.dumps(self.warm_up)),

@@ -1,4 +1,5 @@
-"""Correct, but starts a child process that sleeps for a minute."""
+"""Correct, but starts a child process that sleeps for a minute (where the sandbox refuses new processes, the
+start fails quietly)."""
 import subprocess
 import sys
 
@@ -6,7 +7,10 @@ import math
 
 import torch
 
-_child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+try:
+    _child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+except OSError as e:
+    print(f"could not start a child: {e}")
 
 def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))

@@ -1,10 +1,14 @@
-"""Correct, but forks at import: the copy runs on inside the checker and must not report twice."""
+"""Correct, but forks at import: the copy runs on inside the checker and must not report twice (where the
+sandbox refuses new processes, the fork fails quietly)."""
 import math
 import os
 
 import torch
 
-_child = os.fork()
+try:
+    _child = os.fork()
+except OSError as e:
+    print(f"could not fork: {e}")
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):

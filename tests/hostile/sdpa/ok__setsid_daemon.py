@@ -3,7 +3,8 @@ process group of its own, out of reach of the checker's kill of the worker's gro
 exits, so the grandchild is an orphan. The grandchild runs Python with `attn-drill-hostile-daemon` in its
 command line, sleeps a minute, then appends a line to $ATTN_DRILL_HOSTILE_LOG (a file in /tmp by
 default). It prints "left a daemon behind, pid N". The CLI, a child subreaper, adopts and kills it when
-the check is done; confined, its write outside the scratch folder would fail anyway."""
+the check is done; confined, its write outside the scratch folder would fail anyway. Under the seccomp
+filter no process can be started at all: it prints "could not leave a daemon: ..." and stays correct."""
 import math
 import os
 import sys
@@ -17,7 +18,11 @@ CODE = "import sys, time; time.sleep(60); open(sys.argv[1], 'a').write('a daemon
 
 def _daemon():
     r, w = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print(f"could not leave a daemon: {e}")
+        return
     if pid == 0:
         try:
             os.close(r)
