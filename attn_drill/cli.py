@@ -191,8 +191,12 @@ def get_app():
             "--no-record", help="Keep this check out of your history and stats.")] = False,
         verbose: Annotated[bool, typer.Option(
             "--verbose", "-v", help="Every stage on a line of its own, with what it checked.")] = False,
+        junit: Annotated[Optional[Path], typer.Option(
+            "--junit", metavar="FILE", show_default=False,
+            help="Also write the verdicts as JUnit XML (one test case per file), for CI systems.")] = None,
     ) -> None:
-        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout, verbose, record=not no_record))
+        raise SystemExit(cmd_check(files or [], exercise_id, as_json, seed, timeout, verbose, record=not no_record,
+                                   junit=junit))
 
     @cmd("hint", "Hints build up: each call shows one more, remembered per exercise.")
     def hint(exercise_id: OptId = None,

@@ -4,6 +4,7 @@
 - commands/ and render/: no torch (only the worker imports it);
 - judge/: nothing of commands/, render/, practice/, store/ or process/ (the verdict knows no CLI and no process);
 - process/: nothing of commands/, render/, practice/ or store/;
+- notebook/: no torch and nothing of judge/ (a notebook's code runs in the worker, never in the kernel);
 - the root's shared modules (catalogue, findings, report, say, paths, limits): none of the folders.
 
 These replace the "no torch here" promises docstrings used to make. A rule is read off the source (ast), so a
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "attn_drill"
-FOLDERS = ("commands", "render", "practice", "store", "process", "judge")
+FOLDERS = ("commands", "render", "practice", "store", "process", "judge", "notebook")
 SHARED = ("catalogue", "findings", "report", "say", "paths", "limits")
 
 # the place (a folder, or a root module) -> the imports it may not make: a top-level package, or a part of ours
@@ -28,6 +29,7 @@ RULES = {
     "render": {"torch"},
     "judge": {f"attn_drill.{f}" for f in ("commands", "render", "practice", "store", "process")},
     "process": {f"attn_drill.{f}" for f in ("commands", "render", "practice", "store")},
+    "notebook": {"torch", "attn_drill.judge"},
     **{m: {f"attn_drill.{f}" for f in FOLDERS} for m in SHARED},
 }
 

@@ -179,12 +179,19 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
-              timeout: Optional[float], verbose: bool = False, record: bool = True) -> int:
-    """Check the files; the exit status: 0 if all passed, 1 if not, 2 if a file of a batch could not be checked."""
+              timeout: Optional[float], verbose: bool = False, record: bool = True, junit: Optional[Path] = None) -> int:
+    """Check the files; the exit status: 0 if all passed, 1 if not, 2 if a file of a batch could not be checked.
+    `junit`: also write the verdicts there as JUnit XML."""
+    import time
+
     from attn_drill.commands import resolve
     from attn_drill.store import state
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
+    if junit is not None and (junit.is_dir() or not junit.parent.is_dir()):
+        _fail(f"--junit {_show(junit)}: " + ("that is a folder; name a file in it." if junit.is_dir()
+                                            else "its folder does not exist."))
+    started = time.time()
     st = state.load()
     jobs = resolve.jobs(files, exercise_id, st)
     # A batch (a teacher's, an interviewer's) records only your own practice files; --no-record none.
@@ -196,20 +203,39 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
 
     reports = checker.run_checks([checker.Job(j[0], j[1].id) for j in jobs if isinstance(j, tuple)], seed=seed,
                                  timeout=checker.DEFAULT_TIMEOUT if timeout is None else timeout)
+    kept: list = []  # (job, report or None) for --junit
     try:
-        results = _show_reports(jobs, reports, as_json, judged, st, verbose)
+        results = _show_reports(jobs, reports, as_json, judged, st, verbose, kept)
     except KeyboardInterrupt:
         _say(("interrupted", "bold red"), err=True)
         return 130
     finally:
         reports.close()  # stops the worker if we leave early
+    if junit is not None:
+        _write_junit(junit, kept, started)
     if None in results:
         return EXIT_USAGE
     return 0 if results and all(results) else 1
 
 
+def _write_junit(path: Path, kept: list, started: float) -> None:
+    from attn_drill.render import junit
+    from attn_drill.say import warn
+
+    rows = []
+    for job, rep in kept:
+        if rep is None:  # resolve.Unusable
+            rows.append((str(getattr(job, "path", "")), "", str(getattr(job, "message", job))))
+        else:
+            rows.append((str(job[0]), job[1].id, rep))
+    try:
+        junit.write(path, rows, started)
+    except OSError as e:
+        warn(f"could not write {_show(path)} ({e.strerror or e}); the verdicts above stand.")
+
+
 def _show_reports(jobs: list, reports, as_json: bool, judged: dict, st: "State",
-                  verbose: bool = False) -> List[Optional[bool]]:
+                  verbose: bool = False, kept: list | None = None) -> List[Optional[bool]]:
     """Each job's report in order (a file that could not be checked: its error); passed, failed or None.
     `judged`: the files to record (your own practice files), with the bytes that were checked."""
     import json
@@ -220,6 +246,8 @@ def _show_reports(jobs: list, reports, as_json: bool, judged: dict, st: "State",
 
     out, results = render.console(), []
     for job, rep in _with_spinner(out, jobs, reports, enabled=not as_json):
+        if kept is not None:
+            kept.append((job, rep))
         if rep is None:  # resolve.Unusable: that file's line, and the batch goes on
             results.append(None)
             _unusable(out, job, as_json)

@@ -293,6 +293,16 @@ def solution(ex: "Exercise") -> object:
 
 
 # -- messages --------------------------------------------------------------------------------------
+def plain(rep: Report, ex: "Exercise | None" = None, width: int = 100) -> str:
+    """The report as plain text (no colour, no trailing spaces): for JUnit XML and a notebook's str()."""
+    import io
+
+    buffer = io.StringIO()
+    report(Console(file=buffer, width=width, color_system=None, highlight=False, emoji=False, force_jupyter=False),
+           rep, ex)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
 def console(stderr: bool = False) -> Console:
     """The console every screen draws on: no line ends in spaces (rich pads table cells to the width)."""
     import sys
