@@ -159,8 +159,10 @@ def get_app():
         folder: Annotated[Optional[Path], typer.Option(
             "--dir", metavar="DIR", show_default=False, help="Folder for the file (default ./attn-practice).")] = None,
         force: Annotated[bool, typer.Option("--force", help="Start over: back the file up, then write the skeleton.")] = False,
+        notebook: Annotated[bool, typer.Option(
+            "--notebook", help="Write DIR/<id>.ipynb instead: the task, the skeleton in a %%attn_check cell, hints.")] = False,
     ) -> None:
-        cmd_start(exercise_id, folder, force)
+        cmd_start(exercise_id, folder, force, notebook=notebook)
 
     @cmd("next", "Each exercise has a review card (FSRS, as Anki schedules): a pass within the target is "
                  "good, over it hard, a failing check or an abandoned attempt again. A due review starts "

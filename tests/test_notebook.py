@@ -61,3 +61,30 @@ def test_a_name_defined_nowhere_and_an_unknown_exercise_say_so(isolated):
     assert "sdpa needs scaled_dot_product_attention defined in the notebook" in said[0]
     assert "no exercise called 'spda'; did you mean 'sdpa'?" in said[1]
     assert said[2].splitlines() == ["refused", "1. "]
+
+
+def test_start_notebook_writes_one_the_skeleton_fails_not_started_and_the_model_answer_passes(isolated):
+    import subprocess
+
+    from conftest import attn_drill_script
+
+    r = subprocess.run([attn_drill_script(), "start", "mha", "--notebook"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "Wrote the notebook to attn-practice/mha.ipynb" in r.stdout, r.stdout + r.stderr
+    path = isolated / "attn-practice" / "mha.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    magic = next(c for c in nb.cells if c.source.startswith("%%attn_check mha"))
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(isolated)}})
+    client.execute()
+    shown = {k: v for o in magic.outputs if o.get("output_type") == "execute_result" for k, v in o["data"].items()}
+    assert shown["text/plain"] == "<CheckResult mha not started>" and "NOT STARTED" in shown["text/html"], shown
+    assert "1. " in "".join(o.get("text", "") for o in nb.cells[-1].outputs)  # a hint
+    magic.source = "%%attn_check mha\n" + (REPO / "reference" / "mha.py").read_text()
+    client.execute()
+    shown = {k: v for o in magic.outputs if o.get("output_type") == "execute_result" for k, v in o["data"].items()}
+    assert shown["text/plain"] == "<CheckResult mha passed>" and "PASSED" in shown["text/html"], shown
+    again = subprocess.run([attn_drill_script(), "start", "mha", "--notebook"], capture_output=True, text=True,
+                           timeout=60)
+    assert "already exists: left as it is" in again.stdout

@@ -144,14 +144,18 @@ def _abandon(ex, attempt: Optional[str]) -> None:
         schedule.abandoned(ex, attempt=attempt, source="reset")
 
 
-def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bool = True) -> None:
+def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bool = True,
+              notebook: bool = False) -> None:
     """`abandon`: a file with work that --force replaces is an attempt given up (an Again); not for `next`, which
-    replaces a file the schedule has judged already to start its review."""
+    replaces a file the schedule has judged already to start its review. `notebook`: write DIR/<id>.ipynb
+    instead (its checks are recorded as the notebook's; the practice file and its clock are left alone)."""
     from attn_drill.render import report as render
     from attn_drill.commands import resolve
     from attn_drill.store import workspace
 
     ex = resolve.exercise(exercise_id)
+    if notebook:
+        return _start_notebook(ex, folder, force)
     with _edit_state() as st:  # locked first: if another process holds it, nothing is written
         target = workspace.practice_file(ex, folder)
         dropped = _dropping(ex, st, target) if force and abandon else None
@@ -176,6 +180,30 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
     out.print()
     render.say(out, "Next: edit ", (path, "bold"), f" (target {ex.minutes} min), then run ",
                ("attn-drill check", "bold cyan"))
+
+
+def _start_notebook(ex, folder: Optional[Path], force: bool) -> None:
+    from attn_drill.notebook.practice import notebook
+    from attn_drill.render import report as render
+    from attn_drill.store import workspace
+
+    target = workspace.practice_file(ex, folder).with_suffix(".ipynb")
+    try:
+        written = workspace.write_skeleton(ex, target, replace=force, content=notebook(ex))
+    except workspace.WorkspaceError as e:
+        _fail(str(e))
+    except OSError as e:
+        _fail(_describe(e, target))
+    out, path = render.console(), _nice(written.path)
+    if written.backup:
+        render.say(out, "Backed up your old notebook to ", (str(written.backup), "bold"))
+    if written.written:
+        render.say(out, "Wrote the notebook to ", (path, "bold"))
+    else:
+        render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
+                   " starts over, after a backup).")
+    render.say(out, "Open it in Jupyter (", (f"jupyter lab {path}", "bold cyan"), "): run the cell that starts ",
+               (f"%%attn_check {ex.id}", "bold"), " to check it.")
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],

@@ -47,8 +47,9 @@ class CheckResult:
         return render.plain(self.report, catalogue.get(self.exercise))
 
     def __repr__(self) -> str:
-        first = self.findings[0].slug if self.findings else ""
-        return f"<CheckResult {self.exercise} {'passed' if self.passed else 'failed'}{' ' + first if first else ''}>"
+        verdict = "passed" if self.passed else "not started" if self.report.not_started else "failed"
+        first = next((f.slug for f in self.findings if f.level == "error"), "") if not self.passed else ""
+        return f"<CheckResult {self.exercise} {verdict}{' ' + first if first else ''}>"
 
     def _repr_html_(self) -> str:
         html = self._console().export_html(inline_styles=True, code_format="<pre style=\"{stylesheet}\">{code}</pre>")

@@ -33,9 +33,9 @@ def practice_file(ex: Exercise, folder: Path | str | None = None) -> Path:
     return (Path(folder or paths.DEFAULT_PRACTICE_DIR) / ex.file).absolute()
 
 
-def same_as_skeleton(ex: Exercise, path: Path) -> bool:
+def same_as_skeleton(ex: Exercise, path: Path, content: bytes | None = None) -> bool:
     try:
-        return path.read_bytes() == ex.skeleton.read_bytes()
+        return path.read_bytes() == (ex.skeleton.read_bytes() if content is None else content)
     except OSError:
         return False
 
@@ -75,18 +75,18 @@ def _check_usable(path: Path) -> None:
             break
 
 
-def write_skeleton(ex: Exercise, path: Path, *, replace: bool = False) -> Written:
-    """Put the skeleton at `path`. An existing file is kept unless `replace`; then it is backed
-    up first (unless it is the untouched skeleton: nothing to lose)."""
+def write_skeleton(ex: Exercise, path: Path, *, replace: bool = False, content: bytes | None = None) -> Written:
+    """Put the skeleton (or `content`: the skeleton in another form, a notebook) at `path`. An existing file is
+    kept unless `replace`; then it is backed up first (unless it is untouched: nothing to lose)."""
     path = Path(path).absolute()
     _check_usable(path)
     exists = path.exists()
     if exists and not replace:
         return Written(path, written=False)
     try:
-        saved = backup(ex, path) if exists and not same_as_skeleton(ex, path) else None
+        saved = backup(ex, path) if exists and not same_as_skeleton(ex, path, content) else None
     except OSError as e:  # a read-only or full home: without a backup the file is not touched
         raise WorkspaceError(f"could not back up {path} to {paths.backups()} ({e.strerror or e}), so it was "
                              "left as it is") from e
-    write_atomic(path, ex.skeleton.read_bytes())
+    write_atomic(path, ex.skeleton.read_bytes() if content is None else content)
     return Written(path, written=True, backup=saved)
