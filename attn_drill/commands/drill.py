@@ -112,12 +112,12 @@ def cmd_list() -> None:
         print("Begin with attn-drill start ID, e.g. attn-drill start sdpa.")
 
 
-def _write_skeleton(ex, path: Path, *, replace: bool):
+def _write_skeleton(ex, path: Path, *, replace: bool, content: Optional[bytes] = None):
     """workspace.write_skeleton, its refusals and I/O errors as one usage line."""
     from attn_drill.store import workspace
 
     try:
-        return workspace.write_skeleton(ex, path, replace=replace)
+        return workspace.write_skeleton(ex, path, replace=replace, content=content)
     except workspace.WorkspaceError as e:
         _fail(str(e))
     except OSError as e:
@@ -166,13 +166,7 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
             st.clear_hints(ex.id)
     _abandon(ex, dropped)
     out, path = render.console(), _nice(written.path)
-    if written.backup:
-        render.say(out, "Backed up your old file to ", (str(written.backup), "bold"))
-    if written.written:
-        render.say(out, "Wrote the skeleton to ", (path, "bold"))
-    else:
-        render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
-                   " starts over, after a backup).")
+    _said_written(out, written, path, "file", "skeleton")
     if earlier and earlier != written.path and _is_file(earlier):
         render.say(out, f"(your earlier file for {ex.id} is still at {earlier})")
     out.print()
@@ -182,26 +176,28 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
                ("attn-drill check", "bold cyan"))
 
 
+def _said_written(out, written, path: str, old: str, new: str) -> None:
+    """What start did to the file: backed up, written, or left as it was."""
+    from attn_drill.render import report as render
+
+    if written.backup:
+        render.say(out, f"Backed up your old {old} to ", (str(written.backup), "bold"))
+    if written.written:
+        render.say(out, f"Wrote the {new} to ", (path, "bold"))
+    else:
+        render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
+                   " starts over, after a backup).")
+
+
 def _start_notebook(ex, folder: Optional[Path], force: bool) -> None:
     from attn_drill.notebook.practice import notebook
     from attn_drill.render import report as render
     from attn_drill.store import workspace
 
-    target = workspace.practice_file(ex, folder).with_suffix(".ipynb")
-    try:
-        written = workspace.write_skeleton(ex, target, replace=force, content=notebook(ex))
-    except workspace.WorkspaceError as e:
-        _fail(str(e))
-    except OSError as e:
-        _fail(_describe(e, target))
+    written = _write_skeleton(ex, workspace.practice_file(ex, folder).with_suffix(".ipynb"), replace=force,
+                              content=notebook(ex))
     out, path = render.console(), _nice(written.path)
-    if written.backup:
-        render.say(out, "Backed up your old notebook to ", (str(written.backup), "bold"))
-    if written.written:
-        render.say(out, "Wrote the notebook to ", (path, "bold"))
-    else:
-        render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
-                   " starts over, after a backup).")
+    _said_written(out, written, path, "notebook", "notebook")
     render.say(out, "Open it in Jupyter (", (f"jupyter lab {path}", "bold cyan"), "): run the cell that starts ",
                (f"%%attn_check {ex.id}", "bold"), " to check it.")
 
