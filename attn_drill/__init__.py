@@ -1,12 +1,12 @@
 """attn-drill: practise the attention coding round and get told which mistake you made.
 
 In Python or a notebook (the CLI is `attn-drill`): `import attn_drill as ad`, then `ad.check("mha", MyMHA)`,
-`ad.hint("mha")`, `ad.solution("mha")`; `%load_ext attn_drill` adds the `%%attn_check mha` cell magic. Importing
+`ad.show("mha", MyMHA)`, `ad.hint("mha")`, `ad.solution("mha")`; `%load_ext attn_drill` adds the `%%attn_check mha` cell magic. Importing
 this package imports nothing else (the CLI starts fast); the notebook API is loaded on first use.
 """
 
 __version__ = "0.1.0"
-__all__ = ["check", "hint", "solution", "load_ipython_extension"]
+__all__ = ["check", "show", "hint", "solution", "load_ipython_extension"]
 
 
 def check(exercise, obj=None, **options):
@@ -17,6 +17,16 @@ def check(exercise, obj=None, **options):
 
     options.setdefault("namespace", api.notebook_namespace() or sys._getframe(1).f_globals)
     return api.check(exercise, obj, **options)
+
+
+def show(exercise, obj=None, **options):
+    """Every head's attention weights beside the reference's, inline (text, and an image with matplotlib)."""
+    import sys
+
+    from attn_drill.notebook import api
+
+    options.setdefault("namespace", api.notebook_namespace() or sys._getframe(1).f_globals)
+    return api.show(exercise, obj, **options)
 
 
 def hint(exercise, all=False):

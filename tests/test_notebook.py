@@ -38,6 +38,9 @@ def test_a_cell_magic_and_a_function_are_checked_in_a_real_kernel(isolated, home
         "    ad.check('sdpa', wrong_attention, strict=True, record=False)\nexcept AssertionError as e:\n"
         "    print('strict:', str(e).splitlines()[0])",
         "print('the magic cell ran in the kernel:', 'scaled_dot_product_attention' in globals())",
+        "import importlib.util\ns = ad.show('sdpa', my_attention)\npng = s._repr_png_()\n"
+        "print(repr(s), 'yours' in str(s) and 'reference' in s._repr_html_(),\n"
+        "      png[:4] == b'\\x89PNG' if png else importlib.util.find_spec('matplotlib') is None)",
     ], isolated)
     assert said[2].split() == ["missing-scale", "True", "False", "True"], said[2]
     assert said[4].strip() == "passed True []", said[4]
@@ -46,6 +49,7 @@ def test_a_cell_magic_and_a_function_are_checked_in_a_real_kernel(isolated, home
     assert said[7].splitlines() == ["no error for a pass", "strict: ✗ error  missing-scale  Scores are not divided "
                                     "by sqrt(d)"], said[7]
     assert said[8].strip() == "the magic cell ran in the kernel: False"  # in the worker, a file of its own
+    assert said[9].split() == ["<ShownMaps", "sdpa>", "True", "True"], said[9]  # a PNG where matplotlib is
     from attn_drill.store import history
 
     sources = [c["source"] for c in history.checks("sdpa", quiet=True)]

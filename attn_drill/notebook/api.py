@@ -40,6 +40,103 @@ def _spawn(exercise_id: str):
     return _pool.spawn
 
 
+def _source_for(ex, obj, namespace: dict | None) -> str:
+    """The file to run: `obj`'s cell (and the exercise's other names from the notebook), or the names alone."""
+    found = _namespace(namespace)
+    if obj is not None:
+        defined = getattr(obj, "__name__", "")
+        objects = {name: found[name] for name in ex.names if name in found and name != defined}
+        objects[defined if defined in ex.names else ex.names[0]] = obj
+        return sources.of_objects(objects)
+    missing = [n for n in ex.names if n not in found]
+    if missing:
+        raise NameError(f"{ex.id} needs {', '.join(missing)} defined in the notebook (or pass one: "
+                        f"ad.check({ex.id!r}, your_function_or_class))")
+    return sources.of_objects({name: found[name] for name in ex.names})
+
+
+def _written(ex, text: str):
+    from attn_drill.store.atomic import write_atomic
+
+    path = paths.home() / "notebook" / ex.file
+    write_atomic(path, text.encode("utf-8"))
+    return path
+
+
+def show(exercise: str, obj=None, *, seed: int | None = None, namespace: dict | None = None) -> "ShownMaps":
+    """Every head's attention weights, yours beside the reference's, on one example (as `attn-drill show`):
+    shown inline as the text maps, and as an image where matplotlib is installed."""
+    from attn_drill.process import runner
+
+    ex = _exercise(exercise)
+    path = _written(ex, _source_for(ex, obj, namespace))
+    seed = 0 if seed is None else seed
+    result = runner.run_task(runner.Job(path, ex.id, task="maps"), seed, runner.DEFAULT_TIMEOUT, spawn=_spawn(ex.id))
+    return ShownMaps(ex.id, result, seed)
+
+
+class ShownMaps:
+    """What ad.show returns: the maps (`.result`, the worker's dict) drawn as text and, with matplotlib, a PNG;
+    or why there are none (`.why`)."""
+
+    def __init__(self, exercise: str, result, seed: int):
+        self.exercise, self.seed = exercise, seed
+        self.result = result if isinstance(result, dict) and "maps" in result else None
+        if self.result is not None:
+            self.why = ""
+        elif isinstance(result, dict):
+            v = result.get("verdict") or {}
+            self.why = f"{v.get('slug', '')}: {v.get('title', '')} {v.get('evidence', '')}".strip(": ") or \
+                str(result.get("error", "no maps"))
+        else:  # a Report: the run timed out or crashed
+            result.sort_findings()
+            worst = result.errors[0] if result.errors else None
+            self.why = f"{worst.slug}: {worst.title}" if worst else "no result"
+
+    def _console(self):
+        import io
+
+        from rich.console import Console
+
+        from attn_drill.render import show as render_maps
+
+        console = Console(file=io.StringIO(), width=100, record=True, highlight=False, emoji=False,
+                          color_system="truecolor", force_terminal=True, force_jupyter=False)
+        render_maps.show(console, self.result, self.exercise, f"{self.exercise} (notebook)", self.seed)
+        return console
+
+    def __str__(self) -> str:
+        return self._console().export_text() if self.result else f"no maps: {self.why}\n"
+
+    def __repr__(self) -> str:
+        return f"<ShownMaps {self.exercise}{'' if self.result else ': ' + self.why}>"
+
+    def _repr_html_(self) -> str:
+        if not self.result:
+            import html
+
+            return f"<pre>no maps: {html.escape(self.why)}</pre>"
+        return self._console().export_html(inline_styles=True, code_format="<pre style=\"{stylesheet}\">{code}</pre>")
+
+    def _repr_png_(self) -> bytes | None:
+        """The maps as an image (the numbers of the weights readable), where matplotlib is installed."""
+        if not self.result:
+            return None
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            return None
+        import tempfile
+        from pathlib import Path
+
+        from attn_drill.render import png as render_png
+
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "maps.png"
+            render_png.write(target, self.result, f"ad.show({self.exercise!r}), seed {self.seed}")
+            return target.read_bytes()
+
+
 def check(exercise: str, obj=None, *, seed: int | None = None, record: bool = True, strict: bool = False,
           namespace: dict | None = None) -> CheckResult:
     """Check `obj` (a function or class defined in the notebook; its cell's definitions come with it) for
@@ -47,32 +144,17 @@ def check(exercise: str, obj=None, *, seed: int | None = None, record: bool = Tr
     AssertionError with the report unless it passes (nbgrader, CI). `namespace`: where to look the names up
     (default: the notebook's, or the caller's globals)."""
     ex = _exercise(exercise)
-    if obj is not None:
-        found = _namespace(namespace)
-        defined = getattr(obj, "__name__", "")
-        objects = {name: found[name] for name in ex.names if name in found and name != defined}
-        target = defined if defined in ex.names else ex.names[0]
-        objects[target] = obj
-    else:
-        found = _namespace(namespace)
-        missing = [n for n in ex.names if n not in found]
-        if missing:
-            raise NameError(f"{exercise} needs {', '.join(missing)} defined in the notebook (or pass one: "
-                            f"ad.check({exercise!r}, your_function_or_class))")
-        objects = {name: found[name] for name in ex.names}
-    return check_source(ex.id, sources.of_objects(objects), seed=seed, record=record, strict=strict)
+    return check_source(ex.id, _source_for(ex, obj, namespace), seed=seed, record=record, strict=strict)
 
 
 def check_source(exercise: str, text: str, *, seed: int | None = None, record: bool = True,
                  strict: bool = False) -> CheckResult:
     """Check `text` as a whole file (what `%%attn_check` does with its cell)."""
     from attn_drill.process import runner
-    from attn_drill.store.atomic import write_atomic
 
     ex = _exercise(exercise)
-    path = paths.home() / "notebook" / ex.file
     data = text.encode("utf-8")
-    write_atomic(path, data)
+    path = _written(ex, text)
     rep = next(runner.run_checks([runner.Job(path, ex.id)], seed=seed, spawn=_spawn(ex.id)))
     if record:
         from attn_drill.practice import record as recording
@@ -95,7 +177,7 @@ def notebook_namespace() -> dict | None:
 
 
 def _namespace(given: dict | None) -> dict:
-    return given if given is not None else (notebook_namespace() or sys._getframe(2).f_globals)
+    return given if given is not None else (notebook_namespace() or sys._getframe(3).f_globals)
 
 
 def hint(exercise: str, all: bool = False) -> str:

@@ -3,7 +3,7 @@
 Imported only for --png. One row per head, and for each map (each attention sub-layer) two columns, yours then
 the reference's (a single map's heads go two to a row), on one colour scale from 0 to 1 with its colour bar.
 Each query's strongest key is ringed; where yours differs from the reference's, the weight is boxed in red and
-a differing strongest key is crossed.
+a differing strongest key is crossed. Small maps carry each weight's number.
 No pyplot: a bare Figure, so no GUI backend and no global state.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from attn_drill.practice.show import DIFF, heads, strongest
 
 CELL = 0.42  # inches per query or key
+NUMBERS = 12  # maps up to this many queries and keys show each weight's number
 RING, CROSS, BOX = "white", "red", "red"
 
 
@@ -82,6 +83,12 @@ def _panel(ax, m: list[list], head, Rectangle):
     for i, j in sorted(head.cells) if head is not None else ():
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=BOX, lw=1.6))
     Tq, Tk = len(m), len(m[0]) if m else 0
+    if Tq <= NUMBERS and Tk <= NUMBERS:  # small maps: each weight's number, below the ring
+        for i, row in enumerate(data):
+            for j, v in enumerate(row):
+                if v == v:  # not NaN
+                    ax.text(j, i + 0.3, f"{v:.2f}", ha="center", va="center", fontsize=5.5,
+                            color="black" if v > 0.6 else "white")
     ax.set_xticks(range(Tk))
     ax.set_yticks(range(Tq))
     ax.tick_params(labelsize=7)
