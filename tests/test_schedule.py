@@ -230,3 +230,14 @@ def test_a_session_from_start_to_next_in_real_processes(isolated):
     assert ratings("softmax") == ["good"]
     r = run_here("next", cwd=isolated)
     assert r.returncode == 0 and "Next: sdpa" in r.stdout and (isolated / "attn-practice" / "sdpa.py").is_file()
+
+
+def test_next_list_stats_and_a_rating_survive_cards_dated_far_in_the_future(isolated):
+    """Cards someone else wrote: due in a billion years, rated in the year 33658, due at the largest float."""
+    for ex, at, due in (("sdpa", 1e12, 1e300), ("mha", schedule.now(), 1.7e308), ("softmax", 1e300, 1e300)):
+        assert history.record_review(ex, "good", attempt=None, source="check", at=at, due=due, card={})
+    for args in (["next"], ["list"], ["stats"], ["stats", "--json"]):
+        r = invoke(*args)
+        assert r.exit_code == 0 and r.exception is None, (args, r.output, r.exception)
+    schedule.after_check(SOFTMAX, report(True), attempt="a1", seconds=10.0, source="check")  # rates after them
+    assert schedule.when(1.7e308).startswith("in ")

@@ -56,8 +56,10 @@ def review(exercise_id: str, rating: str, *, attempt: str | None, source: str, a
 
     at = now() if at is None else at
     scheduler, card = _scheduler(), fsrs.Card(card_id=1)
-    # the card is replayed from its ratings, the one record: a stored card someone edited cannot derail it
-    for r in [*history.reviews(exercise_id), {"rating": rating, "at": at}]:
+    # the card is replayed from its ratings, the one record: a stored card someone edited cannot derail it, nor
+    # can a rating dated after this one (a clock gone wrong, a row someone else wrote): those are left out
+    earlier = [r for r in history.reviews(exercise_id) if r["at"] <= at]
+    for r in [*earlier, {"rating": rating, "at": at}]:
         when = datetime.fromtimestamp(max(r["at"], card.last_review.timestamp() if card.last_review else 0),
                                       timezone.utc)
         card, _ = scheduler.review_card(card, fsrs.Rating[r["rating"].capitalize()], review_datetime=when)
