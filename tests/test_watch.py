@@ -341,3 +341,32 @@ def test_a_save_cancels_a_hanging_check_and_leaves_no_process(isolated, run_scri
     assert "Stopped watching" in out and proc.returncode == 0
     rows = history.checks("sdpa")
     assert [(r["passed"], r["source"]) for r in rows] == [(True, "watch")]  # the cancelled check is not recorded
+
+
+@needs_warm
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_file_deleted_during_a_watched_check_leaves_no_process_and_the_next_save_is_checked(isolated, run_script):
+    assert run_script("start", "sdpa").returncode == 0
+    practice = isolated / "attn-practice" / "sdpa.py"
+    replace(practice, HANG)
+    proc = subprocess.Popen([attn_drill_script(), "watch", "--timeout", "3600"], cwd=isolated, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen: list[str] = []
+    try:
+        read_until(proc, "checking attn-practice/sdpa.py…", seen)
+        deadline = time.monotonic() + 120
+        while not looping(descendants(proc.pid)):
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.05)
+        hanging = looping(descendants(proc.pid))
+        practice.unlink()
+        read_until(proc, "sdpa.py is gone; the running check is stopped; waiting for it to come back", seen)
+        deadline = time.monotonic() + 120
+        while [p for p in hanging if alive(p)]:  # the running check of a file that is gone is stopped
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.1)
+        replace(practice, SDPA.reference.read_text())
+        read_until(proc, "PASSED", seen)  # the next save is checked, and only a stopped hang lets it come
+    finally:
+        proc.send_signal(2)
+        proc.communicate(timeout=60)

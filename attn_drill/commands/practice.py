@@ -44,7 +44,7 @@ def cmd_watch(exercise_id: Optional[str], seed: Optional[int], timeout: Optional
     try:
         with watch.Checker(ex.id, seed=seed, timeout=timeout) as checker:
             watch.watch(path, checker, checking=checking, checked=checked,
-                        missing=lambda: render_mock.watch_missing(out, nice))
+                        missing=lambda stopped: render_mock.watch_missing(out, nice, stopped))
     except KeyboardInterrupt:
         render_mock.watch_stopped(out)
     return 0

@@ -187,10 +187,11 @@ class Running:
 
 
 def watch(path: Path, checker: Checker, *, checking: Callable[[bool], None], checked: Callable[[Report], None],
-          missing: Callable[[], None], poll: float = POLL) -> None:
+          missing: Callable[[bool], None], poll: float = POLL) -> None:
     """Check `path` as it stands and after every settled save, forever (Ctrl-C stops). A save while a check
-    runs cancels that check and starts a new one. checking(again) is called as a check starts (again: it
-    replaces a cancelled one), checked(report) when one ends, missing() once each time the file goes."""
+    runs cancels that check and starts a new one; so does the file's going (a verdict on a file that is gone
+    says nothing). checking(again) is called as a check starts (again: it replaces a cancelled one),
+    checked(report) when one ends, missing(stopped) once each time the file goes (stopped: a check was)."""
     watcher = Watcher(path)
     watcher._since -= watcher.debounce  # the file as it stands has settled already
     running: Running | None = None
@@ -205,7 +206,11 @@ def watch(path: Path, checker: Checker, *, checking: Callable[[bool], None], che
                 checking(again)
                 running = checker.start(path)
             elif watcher.missing and not told:
-                missing()
+                stopped = running is not None
+                if stopped:
+                    running.cancel()
+                    running = None
+                missing(stopped)
                 told = True
             if running is not None and running.done.wait(watcher._settle_wait(poll)):
                 finished, running = running, None

@@ -76,8 +76,9 @@ def watch_checking(out: Console, path: str, again: bool) -> None:
     out.file.flush()
 
 
-def watch_missing(out: Console, path: str) -> None:
-    say(out, (f"{path} is gone; waiting for it to come back (Ctrl-C stops).", "yellow"))
+def watch_missing(out: Console, path: str, stopped: bool = False) -> None:
+    what = "the running check is stopped; " if stopped else ""
+    say(out, (f"{path} is gone; {what}waiting for it to come back (Ctrl-C stops).", "yellow"))
 
 
 def watch_stopped(out: Console) -> None:
