@@ -578,3 +578,21 @@ def test_hostile_files_pass_and_leave_home_neighbours_network_and_processes_alon
         assert not alive(pid)
     assert set(daemons()) <= before
     assert not log.exists()
+
+
+@needs_seccomp
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a worker run as root has powers to give up")
+def test_a_root_worker_gives_up_roots_powers(tmp_path):
+    """Run as root, the worker keeps uid 0 but no capability: another user's private file stays closed to it."""
+    secret = tmp_path / "theirs.txt"
+    secret.write_text("not yours")
+    os.chown(secret, 65534, 65534)
+    secret.chmod(0o600)
+    res = run_py(ATTEMPT + """
+from attn_drill.process import landlock
+landlock.restrict(sys.argv[1])
+attempt("read", lambda: open(sys.argv[2]).read())
+results["caps"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+print(json.dumps(results))
+""", str(tmp_path), str(secret))
+    assert res["read"] == "PermissionError:EACCES" and int(res["caps"], 16) == 0, res
