@@ -1,8 +1,9 @@
 """attn-drill: practise the attention coding round and get told which mistake you made.
 
 In Python or a notebook (the CLI is `attn-drill`): `import attn_drill as ad`, then `ad.check("mha", MyMHA)`,
-`ad.show("mha", MyMHA)`, `ad.hint("mha")`, `ad.solution("mha")`; `%load_ext attn_drill` adds the `%%attn_check mha` cell magic. Importing
-this package imports nothing else (the CLI starts fast); the notebook API is loaded on first use.
+`ad.show("mha", MyMHA)`, `ad.hint("mha")`, `ad.solution("mha")`; `%load_ext attn_drill` adds the
+`%%attn_check mha` cell magic. Importing this package imports nothing else (the CLI starts fast); the notebook
+API is loaded on first use.
 """
 
 __version__ = "0.1.0"

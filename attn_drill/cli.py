@@ -160,7 +160,8 @@ def get_app():
             "--dir", metavar="DIR", show_default=False, help="Folder for the file (default ./attn-practice).")] = None,
         force: Annotated[bool, typer.Option("--force", help="Start over: back the file up, then write the skeleton.")] = False,
         notebook: Annotated[bool, typer.Option(
-            "--notebook", help="Write DIR/<id>.ipynb instead: the task, the skeleton in a %%attn_check cell, hints.")] = False,
+            "--notebook",
+            help="Write DIR/<id>.ipynb instead: the task, the skeleton in a %%attn_check cell, hints.")] = False,
     ) -> None:
         cmd_start(exercise_id, folder, force, notebook=notebook)
 
