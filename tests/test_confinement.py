@@ -343,18 +343,28 @@ os.write(3, json.dumps({"phrase": phrase, "cwd": os.getcwd()}).encode())
 # -- what restrict() says when a wall is missing (no kernel needed: the parts are stubbed) -------------------
 @pytest.fixture
 def stubbed(monkeypatch):
-    """restrict() with its system calls replaced: never confines the test process."""
+    """restrict() with its system calls replaced: never confines the test process, nor takes its powers."""
     state = {"landlock": (7, ""), "sockets": landlock._Result(True), "nnp": True, "applied": ""}
     monkeypatch.setattr(landlock.sys, "platform", "linux")
     monkeypatch.setattr(landlock, "_no_new_privs", lambda: state["nnp"])
+    monkeypatch.setattr(landlock, "_drop_capabilities", lambda: None)  # (run as root, the test process keeps them)
     monkeypatch.setattr(landlock, "_why_no_landlock", lambda: state["landlock"])
     monkeypatch.setattr(landlock, "_block_sockets", lambda: state["sockets"])
     monkeypatch.setattr(landlock, "_landlock", lambda version, path: state["applied"])
     return state
 
 
+def _capabilities() -> str:
+    try:
+        return next(line for line in open("/proc/self/status") if line.startswith("CapEff"))
+    except (OSError, StopIteration):
+        return ""
+
+
 def test_restrict_says_nothing_when_everything_is_in_force(stubbed):
+    before = _capabilities()
     assert landlock.restrict("/x") == ""
+    assert _capabilities() == before  # the test process keeps what it had
 
 
 def test_restrict_names_what_is_missing_without_landlock(stubbed):
