@@ -1,5 +1,5 @@
-"""`check FILES... --junit report.xml`: the batch's verdicts as JUnit XML, which CI systems (GitHub Actions,
-GitLab, Jenkins) display. No torch.
+"""`check FILES... --junit report.xml`: the batch's verdicts as JUnit XML, which CI systems show per file (GitLab
+and Jenkins by themselves, GitHub Actions through a reporter action). No torch.
 
 The layout is the Apache Ant JUnit schema's, the strictest that CI tools read: `testsuites` holding one
 `testsuite` (name, package, id, timestamp without a zone, hostname, counts, time; then `properties`, the test
