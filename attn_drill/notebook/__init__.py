@@ -3,6 +3,6 @@ a cell that starts `%%attn_check mha`. The code runs as a file in the CLI's sand
 own process), with the same diagnoses and the same history.
 
 - source.py  the file a check runs: a `%%attn_check` cell as it is, or the cells that defined the objects given;
-- result.py  CheckResult: the report as attributes, plain text, HTML, and `repro()`;
-- api.py     check, hint, solution, and the cell magic.
+- result.py  CheckResult (the report as attributes, plain text, HTML, `repro()`) and ShownMaps (ad.show's);
+- api.py     check, show, hint, solution, and the cell magic.
 """

@@ -13,7 +13,7 @@ import sys
 
 from attn_drill import catalogue, paths
 from attn_drill.notebook import source as sources
-from attn_drill.notebook.result import CheckResult
+from attn_drill.notebook.result import CheckResult, ShownMaps
 
 _pool = None  # the kernel's warm server, started on the first check
 
@@ -63,7 +63,7 @@ def _written(ex, text: str):
     return path
 
 
-def show(exercise: str, obj=None, *, seed: int | None = None, namespace: dict | None = None) -> "ShownMaps":
+def show(exercise: str, obj=None, *, seed: int | None = None, namespace: dict | None = None) -> ShownMaps:
     """Every head's attention weights, yours beside the reference's, on one example (as `attn-drill show`):
     shown inline as the text maps, and as an image where matplotlib is installed."""
     from attn_drill.process import runner
@@ -73,68 +73,6 @@ def show(exercise: str, obj=None, *, seed: int | None = None, namespace: dict | 
     seed = 0 if seed is None else seed
     result = runner.run_task(runner.Job(path, ex.id, task="maps"), seed, runner.DEFAULT_TIMEOUT, spawn=_spawn(ex.id))
     return ShownMaps(ex.id, result, seed)
-
-
-class ShownMaps:
-    """What ad.show returns: the maps (`.result`, the worker's dict) drawn as text and, with matplotlib, a PNG;
-    or why there are none (`.why`)."""
-
-    def __init__(self, exercise: str, result, seed: int):
-        self.exercise, self.seed = exercise, seed
-        self.result = result if isinstance(result, dict) and "maps" in result else None
-        if self.result is not None:
-            self.why = ""
-        elif isinstance(result, dict):
-            v = result.get("verdict") or {}
-            self.why = f"{v.get('slug', '')}: {v.get('title', '')} {v.get('evidence', '')}".strip(": ") or \
-                str(result.get("error", "no maps"))
-        else:  # a Report: the run timed out or crashed
-            result.sort_findings()
-            worst = result.errors[0] if result.errors else None
-            self.why = f"{worst.slug}: {worst.title}" if worst else "no result"
-
-    def _console(self):
-        import io
-
-        from rich.console import Console
-
-        from attn_drill.render import show as render_maps
-
-        console = Console(file=io.StringIO(), width=100, record=True, highlight=False, emoji=False,
-                          color_system="truecolor", force_terminal=True, force_jupyter=False)
-        render_maps.show(console, self.result, self.exercise, f"{self.exercise} (notebook)", self.seed)
-        return console
-
-    def __str__(self) -> str:
-        return self._console().export_text() if self.result else f"no maps: {self.why}\n"
-
-    def __repr__(self) -> str:
-        return f"<ShownMaps {self.exercise}{'' if self.result else ': ' + self.why}>"
-
-    def _repr_html_(self) -> str:
-        if not self.result:
-            import html
-
-            return f"<pre>no maps: {html.escape(self.why)}</pre>"
-        return self._console().export_html(inline_styles=True, code_format="<pre style=\"{stylesheet}\">{code}</pre>")
-
-    def _repr_png_(self) -> bytes | None:
-        """The maps as an image (the numbers of the weights readable), where matplotlib is installed."""
-        if not self.result:
-            return None
-        import importlib.util
-
-        if importlib.util.find_spec("matplotlib") is None:
-            return None
-        import tempfile
-        from pathlib import Path
-
-        from attn_drill.render import png as render_png
-
-        with tempfile.TemporaryDirectory() as tmp:
-            target = Path(tmp) / "maps.png"
-            render_png.write(target, self.result, f"ad.show({self.exercise!r}), seed {self.seed}")
-            return target.read_bytes()
 
 
 def check(exercise: str, obj=None, *, seed: int | None = None, record: bool = True, strict: bool = False,

@@ -1,4 +1,4 @@
-"""CheckResult: what `ad.check` returns. No torch.
+"""CheckResult and ShownMaps: what `ad.check` and `ad.show` return. No torch.
 
 It holds the report the CLI would draw and says it in three ways: attributes to assert on (`passed`,
 `findings[0].slug`), `str()` (the plain report, as `attn-drill check` prints it to a pipe) and `_repr_html_`
@@ -28,15 +28,10 @@ class CheckResult:
         return list(self.report.findings)
 
     def _console(self, width: int = 100):
-        import io
-
-        from rich.console import Console
-
         from attn_drill import catalogue
         from attn_drill.render import report as render
 
-        console = Console(file=io.StringIO(), width=width, record=True, highlight=False, emoji=False,
-                          color_system="truecolor", force_terminal=True, force_jupyter=False)
+        console = render.recording(width)
         render.report(console, self.report, catalogue.get(self.exercise))
         return console
 
@@ -52,8 +47,9 @@ class CheckResult:
         return f"<CheckResult {self.exercise} {verdict}{' ' + first if first else ''}>"
 
     def _repr_html_(self) -> str:
-        html = self._console().export_html(inline_styles=True, code_format="<pre style=\"{stylesheet}\">{code}</pre>")
-        return f'<div class="attn-drill-report">{html}</div>'
+        from attn_drill.render import report as render
+
+        return f'<div class="attn-drill-report">{render.html(self._console())}</div>'
 
     def repro(self) -> str:
         """The failing case as a script (as `attn-drill repro` writes it, beside the checked file): its text.
@@ -70,3 +66,62 @@ class CheckResult:
                           rep.file)
         path, _ = repro.write(rep.exercise, failure, lambda p: p)
         return Path(path).read_text(encoding="utf-8")
+
+
+class ShownMaps:
+    """What ad.show returns: the maps (`.result`, the worker's dict) drawn as text and, with matplotlib, a PNG;
+    or why there are none (`.why`)."""
+
+    def __init__(self, exercise: str, result, seed: int):
+        self.exercise, self.seed = exercise, seed
+        self.result = result if isinstance(result, dict) and "maps" in result else None
+        if self.result is not None:
+            self.why = ""
+        elif isinstance(result, dict):
+            v = result.get("verdict") or {}
+            self.why = f"{v.get('slug', '')}: {v.get('title', '')} {v.get('evidence', '')}".strip(": ") or \
+                str(result.get("error", "no maps"))
+        else:  # a Report: the run timed out or crashed
+            result.sort_findings()
+            worst = result.errors[0] if result.errors else None
+            self.why = f"{worst.slug}: {worst.title}" if worst else "no result"
+
+    def _console(self):
+        from attn_drill.render import report as render, show as render_maps
+
+        console = render.recording()
+        render_maps.show(console, self.result, self.exercise, f"{self.exercise} (notebook)", self.seed)
+        return console
+
+    def __str__(self) -> str:
+        return self._console().export_text() if self.result else f"no maps: {self.why}\n"
+
+    def __repr__(self) -> str:
+        return f"<ShownMaps {self.exercise}{'' if self.result else ': ' + self.why}>"
+
+    def _repr_html_(self) -> str:
+        if not self.result:
+            import html
+
+            return f"<pre>no maps: {html.escape(self.why)}</pre>"
+        from attn_drill.render import report as render
+
+        return render.html(self._console())
+
+    def _repr_png_(self) -> bytes | None:
+        """The maps as an image (the numbers of the weights readable), where matplotlib is installed."""
+        if not self.result:
+            return None
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            return None
+        import tempfile
+        from pathlib import Path
+
+        from attn_drill.render import png as render_png
+
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "maps.png"
+            render_png.write(target, self.result, f"ad.show({self.exercise!r}), seed {self.seed}")
+            return target.read_bytes()

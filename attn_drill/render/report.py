@@ -303,6 +303,19 @@ def plain(rep: Report, ex: "Exercise | None" = None, width: int = 100) -> str:
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
+def recording(width: int = 100) -> Console:
+    """A console that draws in colour into memory, for `html()` (a notebook), never into Jupyter's own display."""
+    import io
+
+    return Console(file=io.StringIO(), width=width, record=True, highlight=False, emoji=False,
+                   color_system="truecolor", force_terminal=True, force_jupyter=False)
+
+
+def html(recorded: Console) -> str:
+    """What a `recording()` console drew, as HTML with inline styles."""
+    return recorded.export_html(inline_styles=True, code_format='<pre style="{stylesheet}">{code}</pre>')
+
+
 def console(stderr: bool = False) -> Console:
     """The console every screen draws on: no line ends in spaces (rich pads table cells to the width)."""
     import sys
