@@ -206,11 +206,9 @@ def serve(sock: socket.socket, warm_up: list[str]) -> int:
     from attn_drill.process import orphans
 
     orphans.die_with_parent()  # a CLI killed outright takes the server, and so every child, with it
-    import torch
-
     importlib.import_module("attn_drill.process.worker")  # imported here, once, not in each child
 
-    _warm_up(torch, warm_up)
+    _warm_up(warm_up)
     _send(sock, {"ready": True})
     while True:
         try:
@@ -268,7 +266,7 @@ def _reap(sock: socket.socket, pid: int) -> int:
             os.close(pidfd)
 
 
-def _warm_up(torch, exercise_ids: list[str]) -> None:
+def _warm_up(exercise_ids: list[str]) -> None:
     """Import the whole judge and check each exercise's model answer and skeleton once, so that lazy
     set-up (imports, the paths a pass and a failure take) is paid here rather than in every child. (The
     server sees no GPU at all: see gpu.py.)"""
