@@ -39,11 +39,22 @@ class Exercise:
         return paths.REFERENCE / self.file
 
 
-@lru_cache(maxsize=1)
 def exercises() -> dict[str, Exercise]:
+    """Every exercise by id, its title, task and hints in the language in use (i18n/zh/exercises.toml)."""
+    from attn_drill import i18n
+
+    return _exercises(i18n.lang())
+
+
+@lru_cache(maxsize=None)
+def _exercises(language: str) -> dict[str, Exercise]:
+    from attn_drill import i18n
+
     data = tomllib.loads(CATALOGUE.read_text(encoding="utf-8"))
+    words = i18n.table(language, "exercises") if language != i18n.EN else {}
     out = {}
     for e in data["exercise"]:
+        e = e | words.get(e["id"], {})
         out[e["id"]] = Exercise(
             id=e["id"],
             title=e["title"],

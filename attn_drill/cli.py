@@ -20,27 +20,27 @@ from attn_drill.commands.attempts import cmd_attempts, cmd_repro
 from attn_drill.commands.explain import cmd_explain
 from attn_drill.commands.practice import cmd_mock, cmd_stats, cmd_watch
 from attn_drill.commands.show import PLOT_EXTRA, cmd_show
+from attn_drill import i18n
+from attn_drill.i18n import t
 from attn_drill.say import reset_warnings
 
-APP_HELP = ("Drill the attention coding round: write SDPA, multi-head attention, masks... by hand, "
-            "and get told which mistake you made.")
-EPILOG = "New here? attn-drill list, then attn-drill start sdpa."
-COMMANDS = {  # name: one-line help, for typer's help and for the fast root help alike
-    "list": "List the exercises, your status and best times.",
-    "start": "Write an exercise's skeleton and show the task.",
-    "next": "Start the most useful one: a due review, else the next new one.",
-    "check": "Check your file and name your mistake.",
-    "hint": "Show one more hint (--all: every hint).",
-    "solution": "Show a model answer (asks before you pass).",
-    "repro": "Write the failing case of your last check as a script.",
-    "attempts": "Your checked versions of a file, with their verdicts.",
-    "reset": "Put the skeleton back (after a backup).",
-    "watch": "Check your file again on every save.",
-    "mock": "A timed mock interview, follow-up questions, a scorecard.",
-    "explain": "Questions about your own passing file: shapes, costs, why.",
-    "show": "Draw every head's attention weights beside the reference's.",
-    "stats": "Your progress: times, passes, frequent mistakes, mock scores.",
-}
+NAMES = ("list", "start", "next", "check", "hint", "solution", "repro", "attempts", "reset", "watch", "mock",
+         "explain", "show", "stats", "config")
+
+
+def app_help() -> str:
+    return t("help.app")
+
+
+def epilog() -> str:
+    return t("help.epilog")
+
+
+def commands() -> dict:
+    """name: one-line help, for typer's help and for the fast root help alike, in the language in use."""
+    return {name: t(f"help.commands.{name}") for name in NAMES}
+
+
 # Equal to attn_drill.judge.DEFAULT_TIMEOUT (a test keeps them equal): importing the checker would
 # slow down --help. `check` reads the real one when it runs.
 DEFAULT_TIMEOUT_HELP = 10.0
@@ -119,15 +119,15 @@ def get_app():
 
     group, command = _fast_help_classes()
     app = typer.Typer(
-        cls=group, name="attn-drill", help=APP_HELP, epilog=EPILOG, no_args_is_help=True,
+        cls=group, name="attn-drill", help=app_help(), epilog=epilog(), no_args_is_help=True,
         add_completion=False, context_settings={"help_option_names": ["-h", "--help"]},
         pretty_exceptions_enable=False,
         rich_markup_mode=None,  # plain help: typer's rich help imports markdown-it and pygments (~70 ms)
     )
 
     def cmd(name: str, more: str = ""):
-        return app.command(name, cls=command, short_help=COMMANDS[name],
-                           help=COMMANDS[name] + ("\n\n" + more if more else ""))
+        short = commands()[name]
+        return app.command(name, cls=command, short_help=short, help=short + ("\n\n" + more if more else ""))
 
     Id = Annotated[str, typer.Argument(metavar="ID", help="Exercise id (attn-drill list shows them).",
                                        autocompletion=_complete_ids, show_default=False)]
@@ -145,8 +145,11 @@ def get_app():
 
     @app.callback()
     def root(_: Annotated[bool, typer.Option("--version", callback=version, is_eager=True,
-                                             help="Show the version and exit.")] = False) -> None:
-        pass
+                                             help=t("help.version"))] = False,
+             __: Annotated[bool, typer.Option("--lang", metavar="en|zh", show_default=False, expose_value=False,
+                                                help=t("help.lang"))] = False) -> None:
+        pass  # --lang is taken off the command line by main(), wherever it is; here for the help's sake
+
 
     @cmd("list")
     def list_() -> None:
@@ -313,23 +316,56 @@ def get_app():
     def stats(as_json: Annotated[bool, typer.Option("--json", help="Print the same data as JSON.")] = False) -> None:
         cmd_stats(as_json)
 
+    @cmd("config", t("help.config_more"))
+    def config(key: Annotated[Optional[str], typer.Argument(metavar="[KEY]", show_default=False)] = None,
+               value: Annotated[Optional[str], typer.Argument(metavar="[VALUE]", show_default=False)] = None) -> None:
+        from attn_drill.commands.config import cmd_config
+
+        cmd_config(key, value)
+
     return app
 
 
 # -- the fast path ---------------------------------------------------------------------------------
 def root_help(width: int = 80) -> str:
     """The same text as typer's root --help (a test holds them equal), without importing typer."""
-    import textwrap
+    from attn_drill.say import fill
 
     w = min(width, 80) - 2
-    wrap = lambda text: textwrap.fill(text, w, initial_indent="  ", subsequent_indent="  ")  # noqa: E731
-    name_w = max(map(len, COMMANDS))
-    lines = ["Usage: attn-drill [OPTIONS] COMMAND [ARGS]...", "", wrap(APP_HELP), "", "Options:",
-             "  --version   Show the version and exit.", "  -h, --help  Show this message and exit.", "",
-             "Commands:"]
-    lines += [f"  {name:<{name_w}}  {text}" for name, text in COMMANDS.items()]
-    lines += ["", wrap(EPILOG)]
+    wrap = lambda text: fill(text, w, "  ")  # noqa: E731
+    cmds = commands()
+    name_w = max(map(len, cmds))
+    options = [("--version", t("help.version")), ("--lang", t("help.lang")), ("-h, --help", t("help.help"))]
+    opt_w = max(len(o) for o, _ in options)
+    lines = [t("help.usage"), "", wrap(app_help()), "", t("help.options")]
+    for o, h in options:
+        body = fill(h, w - opt_w - 2).split("\n")
+        lines += [f"  {o:<{opt_w}}  {body[0]}"] + [" " * (opt_w + 4) + b for b in body[1:]]
+    lines += ["", t("help.commands_title")]
+    lines += [f"  {name:<{name_w}}  {text}" for name, text in cmds.items()]
+    lines += ["", wrap(epilog())]
     return "\n".join(lines) + "\n"
+
+
+def _take_lang(argv: List[str]) -> tuple:
+    """(argv without --lang X / --lang=X, X or None); everything after `--` is left alone."""
+    rest, flag, i = [], None, 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest += argv[i:]
+            break
+        if a == "--lang" or a.startswith("--lang="):
+            flag = a.partition("=")[2] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else "")
+            i += 1 if "=" in a else 2
+            if flag not in i18n.LANGS:
+                from attn_drill.commands.usage import fail
+
+                fail(t("usage.bad_lang", value=flag), t("usage.try", command="attn-drill --help"))
+            continue
+        rest.append(a)
+        i += 1
+    return rest, flag
 
 
 def _fast_path(argv: List[str]) -> bool:
@@ -395,7 +431,11 @@ def _plain(args: List[str], flags: set, options: set):
 def main() -> None:
     reset_warnings()
     try:
-        if not _fast_path(sys.argv[1:]):
+        i18n.reset()
+        argv, flag = _take_lang(sys.argv[1:])
+        i18n.use(i18n.choose(flag))
+        sys.argv[1:] = argv
+        if not _fast_path(argv):
             get_app()(prog_name="attn-drill")
     except BrokenPipeError:  # `attn-drill list | head -1`: the reader left, so there is nobody to tell
         import os

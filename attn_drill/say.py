@@ -57,3 +57,36 @@ def warn(message: str, *, once: str | None = None) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):  # stderr closed: nobody to tell
         pass
+
+
+def cells(text: str) -> int:
+    """The terminal columns `text` takes: two for a wide character (Chinese), one for the rest."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def fill(text: str, width: int, indent: str = "") -> str:
+    """`text` wrapped to `width` columns, each line starting with `indent` (the first too): between words, and
+    between Chinese characters (never before a closing mark). Plain text, for the screens drawn without rich."""
+    import unicodedata
+
+    units = re.findall(r"[^\s\u2e80-\u9fff\uff00-\uffef]+|[\u2e80-\u9fff\uff00-\uffef]|\s+", text)
+    merged: list[str] = []
+    for u in units:
+        if merged and u[0] in "，。、；：！？）》」" and not merged[-1].isspace():
+            merged[-1] += u
+        else:
+            merged.append(u)
+    lines, row = [], indent
+    for u in merged:
+        if u.isspace():
+            if row.strip():
+                row += " "
+            continue
+        if row.strip() and cells(row + u) > width:
+            lines.append(row.rstrip())
+            row = indent
+        row += u
+    lines.append(row.rstrip())
+    return "\n".join(lines)

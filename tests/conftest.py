@@ -32,9 +32,10 @@ def session_home(tmp_path_factory: pytest.TempPathFactory):
     """Before any fixture of a wider scope than a test's (a module's batch of checks) runs: a home of the
     session's own, never the real user's, and no GPU half (test_gpu.py asks for it). `isolated` then gives
     each test its own."""
-    saved = {name: os.environ.get(name) for name in ("ATTN_DRILL_HOME", "ATTN_DRILL_GPU")}
+    saved = {name: os.environ.get(name) for name in ("ATTN_DRILL_HOME", "ATTN_DRILL_GPU", "ATTN_DRILL_LANG")}
     os.environ["ATTN_DRILL_HOME"] = str(tmp_path_factory.mktemp("session-home"))
     os.environ["ATTN_DRILL_GPU"] = "off"
+    os.environ["ATTN_DRILL_LANG"] = "en"  # English whatever the machine's locale (test_i18n.py asks for zh)
     yield
     for name, value in saved.items():
         if value is None:
@@ -45,10 +46,12 @@ def session_home(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(autouse=True)
 def fresh_warnings():
-    """A warning is printed once per kind per command: each test is a new command."""
-    from attn_drill import say
+    """A warning is printed once per kind per command, and the language is chosen once: each test is a new
+    command."""
+    from attn_drill import i18n, say
 
     say.reset_warnings()
+    i18n.reset()
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +62,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # no GPU half of the device stage (process/gpu.py) unless a test asks for it: test_gpu.py does, with a
     # real GPU where there is one and on the CPU where not
     monkeypatch.setenv("ATTN_DRILL_GPU", "off")
+    monkeypatch.setenv("ATTN_DRILL_LANG", "en")
     monkeypatch.setenv("NO_COLOR", "1")  # plain text to assert on; subprocesses inherit it
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.chdir(work)

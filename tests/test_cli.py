@@ -41,20 +41,20 @@ def set_started_at(exercise_id: str, stamp: str) -> None:
 def test_help_lists_every_command_with_a_line():
     r = invoke("--help")
     assert r.exit_code == 0
-    for name, line in cli.COMMANDS.items():
+    for name, line in cli.commands().items():
         assert f"  {name}" in r.stdout and line in r.stdout
     registered = {c.name for c in cli.get_app().registered_commands}
-    assert registered == set(cli.COMMANDS)
+    assert registered == set(cli.commands())
 
 
 def test_the_fast_root_help_is_typers_help():
     assert cli.root_help(80) == invoke("--help").stdout
 
 
-@pytest.mark.parametrize("command", list(cli.COMMANDS))
+@pytest.mark.parametrize("command", list(cli.commands()))
 def test_each_command_has_help(command):
     r = invoke(command, "--help")
-    assert r.exit_code == 0 and cli.COMMANDS[command] in r.stdout
+    assert r.exit_code == 0 and cli.commands()[command] in r.stdout
 
 
 def test_version():
@@ -458,7 +458,7 @@ def test_check_without_path_checks_the_started_file_and_times_a_pass(isolated):
 # -- real processes --------------------------------------------------------------------------------
 def test_script_help_and_list(run_script):
     r = run_script("--help")
-    assert r.returncode == 0 and all(name in r.stdout for name in cli.COMMANDS)
+    assert r.returncode == 0 and all(name in r.stdout for name in cli.commands())
     r = run_script("list")
     assert r.returncode == 0 and "Multi-head attention" in r.stdout
 

@@ -74,7 +74,7 @@ def test_values_mismatch_takes_its_fix_from_the_step(reports):
     first = report.findings[0]
     assert first.slug == "values-mismatch", [f.slug for f in report.findings]
     assert first.line == line and "the angles" in first.message
-    assert first.fix == findings.STEP_FIX["angles"]
+    assert first.fix == findings.step_fix("angles")
 
 
 # --- the relation at the departing step, as a code: with the step's kind it names the mistake ----------------

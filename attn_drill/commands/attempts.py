@@ -19,7 +19,7 @@ def repro_hint(out, ex: "Exercise", rep, kept: bool) -> None:
     from attn_drill.render import report as render
 
     if kept and not rep.passed and rep.case is not None:
-        render.say(out, "Run the failing case yourself: ", (f"attn-drill repro {ex.id}", "bold cyan"))
+        render.say_key(out, "drill.repro", command=(f"attn-drill repro {ex.id}", "bold cyan"))
 
 
 # -- attempts ------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterator, List, Optional
 if TYPE_CHECKING:
     from attn_drill.store.state import State
 
+from attn_drill.i18n import t
 from attn_drill.commands.usage import (EXIT_USAGE, describe as _describe, fail as _fail, is_file as _is_file,
     nice as _nice, say as _say, show as _show)
 
@@ -105,11 +106,11 @@ def cmd_list() -> None:
     sys.stdout.write(listing.table(catalogue.exercises().values(), st, history.progress(),
                                    colour=listing.use_colour(), due=due))
     if due:
-        print(f"{listing.DUE} due for review: {', '.join(due)}.  attn-drill next starts {due[0]}.")
+        print(t("list.due", mark=listing.DUE, ids=", ".join(due), first=due[0]))
     if catalogue.get(st.current or ""):
-        print(f"current: {st.current}.  attn-drill check checks it, attn-drill hint gives a nudge.")
+        print(t("list.current", id=st.current))
     else:
-        print("Begin with attn-drill start ID, e.g. attn-drill start sdpa.")
+        print(t("list.begin"))
 
 
 def _write_skeleton(ex, path: Path, *, replace: bool, content: Optional[bytes] = None):
@@ -168,12 +169,12 @@ def cmd_start(exercise_id: str, folder: Optional[Path], force: bool, abandon: bo
     out, path = render.console(), _nice(written.path)
     _said_written(out, written, path, "file", "skeleton")
     if earlier and earlier != written.path and _is_file(earlier):
-        render.say(out, f"(your earlier file for {ex.id} is still at {earlier})")
+        render.say(out, t("drill.earlier", id=ex.id, path=earlier))
     out.print()
     out.print(render.task(ex, out.width), soft_wrap=True)
     out.print()
-    render.say(out, "Next: edit ", (path, "bold"), f" (target {ex.minutes} min), then run ",
-               ("attn-drill check", "bold cyan"))
+    render.say_key(out, "drill.next_edit", path=(path, "bold"), minutes=ex.minutes,
+                   command=("attn-drill check", "bold cyan"))
 
 
 def _said_written(out, written, path: str, old: str, new: str) -> None:
@@ -181,12 +182,11 @@ def _said_written(out, written, path: str, old: str, new: str) -> None:
     from attn_drill.render import report as render
 
     if written.backup:
-        render.say(out, f"Backed up your old {old} to ", (str(written.backup), "bold"))
+        render.say_key(out, f"drill.backed_up_{old}", path=(str(written.backup), "bold"))
     if written.written:
-        render.say(out, f"Wrote the {new} to ", (path, "bold"))
+        render.say_key(out, f"drill.wrote_{new}", path=(path, "bold"))
     else:
-        render.say(out, (path, "bold"), " already exists: left as it is (", ("--force", "bold"),
-                   " starts over, after a backup).")
+        render.say_key(out, "drill.exists", path=(path, "bold"), force=("--force", "bold"))
 
 
 def _start_notebook(ex, folder: Optional[Path], force: bool) -> None:
@@ -293,11 +293,11 @@ def _show_reports(jobs: list, reports, as_json: bool, judged: dict, st: "State",
         if rep.passed and keep and len(jobs) == 1:
             render.solved(out, ex, done.solved, done.best, done.after)
         elif rep.not_started:
-            render.say(out, "Fill in the TODOs of ", (_nice(path), "bold"), ", then check it again.")
+            render.say_key(out, "drill.fill_todos", path=(_nice(path), "bold"))
         elif rep.ours:
-            render.say(out, "Not recorded: this failure is attn-drill's, not yours.")
+            render.say(out, t("drill.not_recorded"))
         elif not rep.passed:
-            render.say(out, "Stuck? ", (f"attn-drill hint {ex.id}", "bold cyan"), " gives a nudge.")
+            render.say_key(out, "drill.stuck", command=(f"attn-drill hint {ex.id}", "bold cyan"))
     if len(jobs) > 1 and not as_json:
         out.rule()
         bad = f", {results.count(None)} not checked" if None in results else ""
@@ -356,18 +356,17 @@ def cmd_hint(exercise_id: Optional[str], show_all: bool) -> None:
         shown = hints.reveal(ex, st, show_all)
     out = render.console()
     if not shown.mistake_total and not ex.hints:
-        render.say(out, f"{ex.id} has no hints.")
+        render.say(out, t("drill.no_hints", id=ex.id))
         return
     out.print(render.hints(ex, shown.general, fresh=shown.general_fresh, mistake=shown, width=min(out.width, 80)),
               soft_wrap=True)
     left = shown.left(ex)
     if shown.fresh is None and not show_all:
-        render.say(out, "No more hints: all of them are above.")
+        render.say(out, t("drill.no_more_hints"))
     elif left == 0:
-        render.say(out, "That was the last hint. ", (f"attn-drill solution {ex.id}", "bold cyan"),
-                   " shows a model answer.")
+        render.say_key(out, "drill.last_hint", command=(f"attn-drill solution {ex.id}", "bold cyan"))
     else:
-        render.say(out, f"{left} more: run ", (f"attn-drill hint {ex.id}", "bold cyan"), " again.")
+        render.say_key(out, "drill.more_hints", left=left, command=(f"attn-drill hint {ex.id}", "bold cyan"))
 
 
 def cmd_solution(exercise_id: Optional[str], yes: bool, diff: bool = False) -> None:
@@ -406,5 +405,5 @@ def cmd_reset(exercise_id: str, yes: bool) -> None:
     _abandon(ex, dropped)
     out = render.console()
     if written.backup:
-        render.say(out, "Backed up your file to ", (str(written.backup), "bold"))
-    render.say(out, "Skeleton back in ", (_nice(written.path), "bold"), "; the clock restarts now.")
+        render.say_key(out, "drill.backed_up_yours", path=(str(written.backup), "bold"))
+    render.say_key(out, "drill.reset_done", path=(_nice(written.path), "bold"))

@@ -31,11 +31,22 @@ class Question:
         return choice == self.answer
 
 
-@lru_cache(maxsize=1)
 def bank() -> dict[str, Question]:
+    """Every question by id, worded in the language in use (i18n/zh/questions.toml; the answer is the bank's)."""
+    from attn_drill import i18n
+
+    return _bank(i18n.lang())
+
+
+@lru_cache(maxsize=None)
+def _bank(language: str) -> dict[str, Question]:
+    from attn_drill import i18n
+
     data = tomllib.loads(BANK.read_text(encoding="utf-8"))
+    words = i18n.table(language, "questions") if language != i18n.EN else {}
     out = {}
     for q in data["question"]:
+        q = q | words.get(q["id"], {})
         out[q["id"]] = Question(q["id"], tuple(q["concepts"]), q["question"].strip(),
                                 tuple(c.strip() for c in q["choices"]), int(q["answer"]), q["explanation"].strip())
     return out

@@ -44,9 +44,12 @@ KEEP_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCM_", "HSA_", "OMP_", "MK
 
 
 def worker_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """`env` (default ours), scrubbed down to KEEP and KEEP_PREFIXES."""
+    """`env` (default ours), scrubbed down to KEEP and KEEP_PREFIXES, with the language this command speaks (a
+    worker words its findings in it)."""
+    from attn_drill import i18n
+
     env = os.environ if env is None else env
-    return {k: v for k, v in env.items() if k in KEEP or k.startswith(KEEP_PREFIXES)}
+    return {k: v for k, v in env.items() if k in KEEP or k.startswith(KEEP_PREFIXES)} | {"ATTN_DRILL_LANG": i18n.lang()}
 
 
 def python_command(module: str, *args: str) -> list[str]:

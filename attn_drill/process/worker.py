@@ -42,7 +42,9 @@ def main(argv: list[str]) -> int:
         from attn_drill.process import sandbox
         from attn_drill.judge import tamper
         from attn_drill.judge.engine import check_file
+        from attn_drill import findings, i18n
 
+        i18n.table(i18n.lang(), "ui"), findings.mistakes()  # the language and its words, fixed before user code runs
         # the last step before user code: from here on it may write only in the scratch folder (Linux)
         confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
         guard = Guard(tamper.snapshot(), tamper.changed_since)

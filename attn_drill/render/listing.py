@@ -41,8 +41,10 @@ def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "
     """`progress` is history.progress(): passed and best come from there, started from `state`; `due`: the ids
     due for review, marked. The table fits `width` columns (the terminal's, 80 at most): a title too long for its
     column wraps between words."""
+    from attn_drill.i18n import t
+
     due = set(due)
-    header = ("", "id", "title", "level", "target", "status", "best")
+    header = ("", "id", t("list.title"), t("list.level"), t("list.target"), t("list.status"), t("list.best"))
     rows = []
     for ex in exercises:
         done = progress.get(ex.id)
@@ -51,7 +53,8 @@ def table(exercises: Iterable["Exercise"], state: "State", progress: dict[str, "
         in_time = best is not None and best <= ex.minutes * 60
         mark = ("▸" if ex.id == state.current else "") + (DUE if ex.id in due else "")
         rows.append([(mark, "yellow" if ex.id in due else ""), (ex.id, "cyan"), (ex.title, ""),
-                     (ex.difficulty, ""), (f"{ex.minutes} min", ""), (status, STATUS_COLOUR.get(status, "")),
+                     (t(f"difficulty.{ex.difficulty}"), ""), (t("list.minutes", minutes=ex.minutes), ""),
+                     (t(f"list.{status}"), STATUS_COLOUR.get(status, "")),
                      (duration(best), "green" if in_time else "")])
     return _aligned(header, rows, right={4, 6}, wrap=2, width=width or terminal_width(), colour=colour)
 
@@ -66,25 +69,27 @@ def terminal_width() -> int:
 def _aligned(header: tuple, rows: list, *, right: set, wrap: int, width: int, colour: bool) -> str:
     """Columns two spaces apart, numbers (`right`) on the right; column `wrap` gets what is left of `width`,
     its cells wrapped between words onto lines of their own."""
-    import textwrap
+    from attn_drill.i18n import t
+    from attn_drill.say import cells, fill
 
-    widths = [max(len(h), *(len(r[i][0]) for r in rows)) for i, h in enumerate(header)]
+    widths = [max(cells(h), *(cells(r[i][0]) for r in rows)) for i, h in enumerate(header)]
     rest = sum(w for i, w in enumerate(widths) if i != wrap) + 2 * (len(header) - 1)
     widths[wrap] = max(12, min(widths[wrap], width - rest))
 
     def cell(i, text, style):
-        padded = text.rjust(widths[i]) if i in right else text.ljust(widths[i])
+        pad = " " * max(0, widths[i] - cells(text))  # a Chinese character takes two columns
+        padded = pad + text if i in right else text + pad
         return f"\033[{COLOURS[style]}m{padded}\033[0m" if colour and style else padded
 
     def lines(r):
-        parts = textwrap.wrap(r[wrap][0], widths[wrap], break_on_hyphens=False) or [""]  # gpt-oss stays whole
+        parts = fill(r[wrap][0], widths[wrap]).split("\n") or [""]  # between words: gpt-oss stays whole
         first = [(parts[0], s) if i == wrap else (t, s) for i, (t, s) in enumerate(r)]
         out = ["  ".join(cell(i, t, s) for i, (t, s) in enumerate(first)).rstrip()]
         indent = sum(widths[:wrap]) + 2 * wrap
         out += [" " * indent + cell(wrap, p, r[wrap][1]).rstrip() for p in parts[1:]]
         return out
 
-    out = ["attn-drill exercises", "  ".join(cell(i, h, "bold") for i, h in enumerate(header)).rstrip()]
+    out = [t("list.heading"), "  ".join(cell(i, h, "bold") for i, h in enumerate(header)).rstrip()]
     for r in rows:
         out += lines(r)
     return "\n".join(out) + "\n"

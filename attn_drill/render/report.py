@@ -19,6 +19,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from attn_drill.i18n import t
 from attn_drill.say import printable
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
 
@@ -67,7 +68,7 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose:
 
 def printed(output: str) -> Group:
     """What the user's code printed (the checker keeps its first and last lines), as plain text."""
-    return Group(Text("your code printed:", style="dim"), _indent(text(output, style="dim")))
+    return Group(Text(t("report.printed"), style="dim"), _indent(text(output, style="dim")))
 
 
 def _labelled() -> Table:
@@ -80,15 +81,24 @@ def _labelled() -> Table:
 
 def _footer(rep: Report, grid: Table) -> Table:
     """The file, the seed and any sandbox wall missing, added to `grid` (the stages' lines, aligned)."""
-    grid.add_row("file", text(rep.file, one_line=True))
-    grid.add_row("seed", Text(f"{rep.seed}   (replay with --seed {rep.seed})"))
+    grid.add_row(t("report.file"), text(rep.file, one_line=True))
+    grid.add_row(t("report.seed"), Text(t("report.replay", seed=rep.seed)))
     if rep.confinement:  # a wall of the sandbox this machine could not put up: say which, once
-        grid.add_row("sandbox", text(f"not fully confined: {rep.confinement}", "yellow"))
+        grid.add_row(t("report.sandbox"), text(t("report.not_confined", what=rep.confinement), "yellow"))
     return grid
 
 
 def _mark(status: str) -> tuple[str, str, str]:
-    return MARKS.get(status, ("?", status, ""))
+    mark, word, style = MARKS.get(status, ("?", status, ""))
+    return mark, (t(f"report.marks.{status}") if status in MARKS else word), style
+
+
+def stage_name(name: str) -> str:
+    """A stage's name as the report shows it (in Chinese under zh; --json keeps report.STAGES' names)."""
+    try:
+        return t(f"report.stage.{name}")
+    except KeyError:
+        return name
 
 
 def _stages(rep: Report, width: int = 80) -> Table:
@@ -97,15 +107,18 @@ def _stages(rep: Report, width: int = 80) -> Table:
     line = Text()
     for s in rep.stages:
         mark, _, style = _mark(s.status)
-        line.append_text(Text.assemble((f"{mark} ", style), text(s.name, one_line=True)))
+        line.append_text(Text.assemble((f"{mark} ", style), text(stage_name(s.name), one_line=True)))
         line.append("  ")
     line.rstrip()
     grid = _labelled()
-    grid.add_row("stages", line)
+    grid.add_row(t("report.stages"), line)
     shown = [s for s in rep.stages if s.status in (FAIL, WARN) and s.detail]
-    label = max([len("sandbox")] + [len(s.name) for s in shown])  # the footer's labels share the column
+    from rich.cells import cell_len
+
+    label = max([cell_len(t(f"report.{k}")) for k in ("sandbox", "stages", "file", "seed")]
+                + [cell_len(stage_name(s.name)) for s in shown])  # the footer's labels share the column
     for s in shown:
-        grid.add_row(text(s.name, one_line=True), text(phrases(s.detail, width - label - 2)))
+        grid.add_row(text(stage_name(s.name), one_line=True), text(phrases(s.detail, width - label - 2)))
     return grid
 
 
@@ -117,7 +130,7 @@ def _stages_table(rep: Report, width: int = 80) -> Table:
     grid.add_column(overflow="fold")
     for s in rep.stages:
         mark, word, style = _mark(s.status)
-        grid.add_row(text(f"{mark} {word}", style, one_line=True), text(s.name, "bold", one_line=True),
+        grid.add_row(text(f"{mark} {word}", style, one_line=True), text(stage_name(s.name), "bold", one_line=True),
                      text(phrases(s.detail, width - 22), "dim" if s.status == SKIP else ""))
     return grid
 
@@ -136,23 +149,62 @@ _PHRASE = re.compile(
 
 def phrases(value: str, width: int, hang: str = "") -> str:
     """`value` wrapped between words to `width`, never inside a phrase (_PHRASE): rich would wrap at any
-    space. Its own line breaks and their indents are kept; `hang` indents a wrapped line's continuation more."""
+    space. Its own line breaks and their indents are kept; `hang` indents a wrapped line's continuation more.
+    Chinese wraps between characters too (each takes two columns), never before a closing mark (，。)."""
     import textwrap
 
     glued = _PHRASE.sub(lambda m: m.group().replace(" ", NBSP) if len(m.group()) <= 50 else m.group(), str(value))
     lines = []
     for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
         lead = line[:len(line) - len(line.lstrip(" "))]
+        if _WIDE.search(line):
+            lines.append(_wrap_cells(line, max(20, width), lead + hang))
+            continue
         lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead + hang,
                                    break_long_words=False, break_on_hyphens=False) or line)
     return "\n".join(lines).replace(NBSP, " ")
 
 
+_WIDE = re.compile("[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+_CLOSING = "，。、；：！？）》」』】,.;:!?)"  # never starts a line
+_OPENING = "（《「『【"  # never ends one
+# one unit: a run of non-space, non-wide characters (a word, a glued phrase, code), one wide character, or spaces
+_UNIT = re.compile(f"[^ {_WIDE.pattern[1:-1]}]+|{_WIDE.pattern}| +")
+
+
+def _wrap_cells(line: str, width: int, indent: str) -> str:
+    """One line of mixed Chinese and code wrapped to `width` terminal cells (a wide character takes two), between
+    words or between wide characters, never inside a word or a glued phrase."""
+    from rich.cells import cell_len
+
+    units = _UNIT.findall(line)
+    merged: list[str] = []
+    for u in units:  # closing marks cling to what comes before, opening ones to what comes after
+        if merged and (u[0] in _CLOSING or merged[-1][-1] in _OPENING) and not merged[-1].isspace():
+            merged[-1] += u
+        else:
+            merged.append(u)
+    out, row, used = [], "", 0
+    for u in merged:
+        w = cell_len(u)
+        if used and not u.isspace() and used + w > width:
+            out.append(row.rstrip(" "))
+            row, used = indent, cell_len(indent)
+        if u.isspace() and used == cell_len(indent) and out:
+            continue  # no spaces at the start of a continuation line
+        row += u
+        used += w
+    out.append(row.rstrip(" "))
+    return "\n".join(out)
+
+
 def hanging(label: str, body: str, width: int = 80, label_style: str = "", body_style: str = "") -> Text:
     """`label`, then `body` wrapped by the one rule (phrases) in the width left, its continuation lines under
     the body's first character: a hint after "hint 1/3", a choice after "2)", a reason after "why:"."""
-    lines = phrases(body, max(20, width - len(label))).split("\n")
-    pad = " " * len(label)
+    from rich.cells import cell_len
+
+    lines = phrases(body, max(20, width - cell_len(label))).split("\n")
+    pad = " " * cell_len(label)
     return Text.assemble((label, label_style), text("\n".join([lines[0]] + [pad + line for line in lines[1:]]),
                                                     body_style))
 
@@ -175,16 +227,21 @@ def finding(f: Finding, source: str = "", width: int = 80) -> Group:
     """slug and title on the first line, then your line, the evidence, the fix and why."""
     error = f.level == "error"
     head = Text.assemble(
-        ("✗ error" if error else "! warning", "bold red" if error else "bold yellow"), "  ",
+        (t("report.error") if error else t("report.warning"), "bold red" if error else "bold yellow"), "  ",
         text(f.slug, "bold", one_line=True), "  ", text(f.title, one_line=True),
     )
     grid = _labelled()
+    labels = [t("report.your_line")] if f.line else []
+    labels += [t(f"report.{k}") for k, v in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)) if v]
+    from rich.cells import cell_len
+
+    inner = width - 2 - 2 - max(map(cell_len, labels or ["fix"]))  # the indent, the label column, its padding
     if f.line:
-        grid.add_row("your line", Text.assemble((str(f.line), "bold magenta"),
+        grid.add_row(t("report.your_line"), Text.assemble((str(f.line), "bold magenta"),
                                                 text(f"  {source}" if source else "", one_line=True)))
     for label, value in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)):
         if value:
-            grid.add_row(label, text(phrases(value, width - 13), "green" if label == "fix" else ""))
+            grid.add_row(t(f"report.{label}"), text(phrases(value, inner), "green" if label == "fix" else ""))
     return Group(head, _indent(grid, 2))
 
 
@@ -197,13 +254,16 @@ def _indent(renderable, left: int = 4):
 def verdict(rep: Report) -> Text:
     n_err = len(rep.errors)
     n_warn = len(rep.findings) - n_err
-    counts = f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}"
-    took = f" in {rep.seconds:.1f} s" if rep.seconds >= 0.1 else (f" in {rep.seconds:.2f} s" if rep.seconds else "")
+    counts = t("report.counts", errors=t("report.one_error") if n_err == 1 else t("report.errors", n=n_err),
+               warnings=t("report.one_warning") if n_warn == 1 else t("report.warnings", n=n_warn))
+    seconds = f"{rep.seconds:.1f}" if rep.seconds >= 0.1 else (f"{rep.seconds:.2f}" if rep.seconds else "")
+    took = t("report.took", seconds=seconds) if seconds else ""
     if rep.passed:
-        return Text.assemble(("PASSED", "bold green"), printable(f"  {rep.exercise}  {counts}{took}"))
+        return Text.assemble((t("report.passed"), "bold green"), printable(f"  {rep.exercise}  {counts}{took}"))
     if rep.not_started:
-        return Text.assemble(("NOT STARTED", "bold yellow"), printable(f"  {rep.exercise}  fill in the TODOs{took}"))
-    return Text.assemble(("FAILED", "bold red"), printable(f"  {rep.exercise}  {counts}{took}"))
+        return Text.assemble((t("report.not_started"), "bold yellow"),
+                             printable(f"  {rep.exercise}  {t('report.fill_todos')}{took}"))
+    return Text.assemble((t("report.failed"), "bold red"), printable(f"  {rep.exercise}  {counts}{took}"))
 
 
 # -- attention heatmaps ----------------------------------------------------------------------------
@@ -237,8 +297,8 @@ def heatmap(title: str, m: list[list], other: list[list] | None = None) -> Text:
             text.append(shade(v) * 2, style="red" if bad else "cyan")
         text.append("│\n", style="dim")
     if rows > HEATMAP_MAX or cols > HEATMAP_MAX:
-        text.append(f"(first {min(rows, HEATMAP_MAX)} of {rows} queries, {min(cols, HEATMAP_MAX)} of {cols} keys)",
-                    style="dim")
+        text.append(t("report.clipped", rows=min(rows, HEATMAP_MAX), all_rows=rows, cols=min(cols, HEATMAP_MAX),
+                      all_cols=cols), style="dim")
     text.rstrip()
     return text
 
@@ -248,11 +308,11 @@ def picture(pic: dict):
     yours, expected = _matrix(pic.get("yours")), _matrix(pic.get("expected"))
     if not yours or not expected:
         return None
-    title = pic.get("title") or pic.get("case") or "attention weights"
+    title = pic.get("title") or pic.get("case") or t("report.weights")
     grid = Table.grid(padding=(0, 4))
-    grid.add_row(heatmap("yours", yours, expected), heatmap("expected", expected))
-    axes = "" if "quer" in str(title) else "rows = queries, cols = keys; "
-    legend = Text(f"{axes}{SHADES[1:]} = 0..1, blank = 0, ? = NaN, red = differs", style="dim")
+    grid.add_row(heatmap(t("report.yours"), yours, expected), heatmap(t("report.expected"), expected))
+    axes = "" if "quer" in str(title) else t("report.axes")
+    legend = Text(axes + t("report.legend", shades=SHADES[1:]), style="dim")
     parts = [text(title, "bold"), grid, legend]
     if pic.get("caption"):
         parts.append(text(pic["caption"], "italic"))
@@ -264,8 +324,10 @@ def task(ex: "Exercise", width: int = 80) -> Text:
     """The task as written in the catalogue, each line wrapped between words to `width`, its continuation
     indented under the line's own indent (print it with soft_wrap=True: it is wrapped already)."""
     lines = [phrases(line, width, hang="  ") if line.strip() else line for line in ex.task.splitlines()]
-    target = f"target: {ex.minutes} min, {ex.difficulty}"
-    apart = "   " if len(f"{ex.id}  {ex.title}   {target}") <= width else "\n"
+    from rich.cells import cell_len
+
+    target = t("report.target", minutes=ex.minutes, difficulty=t(f"difficulty.{ex.difficulty}"))
+    apart = "   " if cell_len(f"{ex.id}  {ex.title}   {target}") <= width else "\n"
     return Text.assemble((ex.id, "bold cyan"), "  ", (ex.title, "bold"), f"{apart}{target}\n\n", "\n".join(lines))
 
 
@@ -281,7 +343,7 @@ def hints(ex: "Exercise", shown: int, fresh: int | None, mistake=None, width: in
             lines.append(hanging(label, h, width, "magenta", style))
     for i, h in enumerate(ex.hints[:shown], 1):
         style = "bold" if i == fresh else ("" if fresh is None else "dim")
-        lines.append(hanging(f"hint {i}/{len(ex.hints)}  ", h, width, "cyan", style))
+        lines.append(hanging(t("report.hint", i=i, n=len(ex.hints)), h, width, "cyan", style))
     return Group(*lines)
 
 
@@ -361,18 +423,37 @@ def _fold(parts: list, width: int) -> list:
     for p in parts:
         if isinstance(p, tuple):
             words.append(p)
-        else:
-            *rest, last = p.split(" ")
-            words += [(w + " ", "") for w in rest] + ([(last, "")] if last else [])
+        else:  # a word with the space after it; a Chinese character on its own (a line may break after it)
+            words += [(w, "") for w in _WORDS.findall(p)]
+    from rich.cells import cell_len
+
     out, used = [], 0
     for text, style in words:
-        if used and used + len(text.rstrip()) > width and out and out[-1][0].endswith(" "):
+        wide_break = bool(out) and bool(_WIDE.match(text) or _WIDE.search(out[-1][0][-1:]))
+        if used and used + cell_len(text.rstrip()) > width and out and (out[-1][0].endswith(" ") or wide_break):
             out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
             out.append(("\n", ""))
             used = 0
         out.append((text, style))
-        used += len(text)
+        used += cell_len(text)
     return out
+
+
+_WORDS = re.compile(f"[^ {_WIDE.pattern[1:-1]}]+[{_CLOSING}]* ?|{_WIDE.pattern}[{_CLOSING}]* ?| +")
+
+
+def say_key(out: Console, key: str, **params) -> None:
+    """say() the screen string `key` (i18n's ui catalogue), its {names} filled from params; a (text, style) value
+    is a styled part (a path or a command), kept whole as say keeps it."""
+    parts = []
+    for piece in re.split(r"(\{\w+\})", t(key)):
+        name = piece[1:-1] if piece.startswith("{") and piece.endswith("}") else None
+        value = params.get(name) if name else None
+        if name and name in params:
+            parts.append(value if isinstance(value, tuple) else str(value))
+        elif piece:
+            parts.append(piece)
+    say(out, *parts)
 
 
 def solved(out: Console, ex: "Exercise", took: float | None, best: float | None, after: list[str] = ()) -> None:
@@ -382,6 +463,7 @@ def solved(out: Console, ex: "Exercise", took: float | None, best: float | None,
     from attn_drill.render.listing import duration
     from attn_drill.practice.moveon import wrap
 
-    first = [f"Solved in {duration(took)}", f"(target {ex.minutes} min, best {duration(best)})."] if took is not None else []
+    first = ([t("report.solved", took=duration(took)), t("report.solved_target", minutes=ex.minutes, best=duration(best))]
+             if took is not None else [])
     for line in wrap(first + list(after), min(out.width, 80)):
         say(out, line)

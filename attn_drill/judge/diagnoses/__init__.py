@@ -419,11 +419,11 @@ def values_mismatch(check, out: list) -> Finding:
         return findings.make(named, f"first differing case: {o.case.label}{extra}", line=gone.line, score=0.6,
                              **gone.params)
     if gone:
-        fix = findings.STEP_FIX.get(gone.kind, findings.STEP_FIX["step"])
+        fix = findings.step_fix(gone.kind)
         return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
                              line=gone.line, step=gone.step, fix=fix)
     return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
-                         step="a step no check could name", fix=findings.STEP_FIX["step"])
+                         step="a step no check could name", fix=findings.step_fix("step"))
 
 
 # (the kind of step where the computation departs, how it differs there) -> the mistake that is. The right numbers

@@ -73,7 +73,7 @@ def mask_head_broadcast(check):
                             "gets sequence (b*H + h) % B's mask, not sequence b's (repeat_interleave(H, dim=0) lines "
                             "them up)")
         if f:
-            f.fix = findings.MASK_TILED_FIX
+            f.fix = findings.mask_tiled_fix()
             f.line = line_of(first_outcome(check), {"repeat"}) or f.line
     if f is None and check.spec.id == "gqa":
         f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis="kv"),
@@ -121,7 +121,7 @@ def wrong_head_merge(check):
         f = findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
                           line=gone.line if gone and gone.kind == "merge" and gone.line else line, score=0.95)
         if order is not None:  # whole heads moved, not interleaved with time steps
-            f.title, f.message, f.fix = findings.HEADS_MOVED
+            f.title, f.message, f.fix = findings.heads_moved()
         return f
     return None
 

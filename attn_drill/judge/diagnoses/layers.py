@@ -160,7 +160,7 @@ def mask_not_handed(check):
             continue  # the sub-layer gets a mask and ignores it: inside_attention's to name
         f = variant_finding(check, "mask-ignored", knobs, f"{name} run without {mask}")
         if f:
-            f.fix = findings.NOT_HANDED_FIX.format(call=call)
+            f.fix = findings.not_handed_fix(call)
             return pictured(check, findings.in_sublayer(f, [name], f"your layer never hands {name} its {mask}"),
                             name)
     return None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from attn_drill import findings
+from attn_drill import findings, i18n
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.trace import FORBIDDEN
 from attn_drill.judge.variants.attention import Knobs
@@ -186,7 +186,7 @@ def check_layer(spec, module, name: str, weight: tuple, bias: tuple | None, case
     if not isinstance(getattr(sub, "weight", None), torch.Tensor):
         return findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies the "
                              "reference's weights in by these names)", score=1.0, name=f"self.{name}",
-                             where=f"in __init__, as {spec.layer_text(name)}")
+                             where=i18n.t("finding.in_init", layer=spec.layer_text(name)))
     b = getattr(sub, "bias", None)
     has = isinstance(b, torch.Tensor)
     if tuple(sub.weight.shape) != weight or has != (bias is not None) or has and tuple(b.shape) != bias:
@@ -376,7 +376,7 @@ class ModuleSpec(Spec):
 
                 missing = findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker "
                                         f"copies the reference's weights in by these names)", score=1.0,
-                                        name=f"self.{name}", where=f"in __init__, as {self.layer_text(name)}")
+                                        name=f"self.{name}", where=i18n.t("finding.in_init", layer=self.layer_text(name)))
                 return layouts.rename(module, tuple(self.layer_shapes(case.config)), missing)
             shape = tuple(sub.weight.shape)
             has_bias = getattr(sub, "bias", None) is not None

@@ -1,0 +1,165 @@
+"""The language a person reads: English (the default) or Simplified Chinese. No torch, no rich.
+
+Which one, first found wins: `--lang` (cli.main takes it off the command line and calls `use`), ATTN_DRILL_LANG,
+the saved preference (`attn-drill config lang zh`: config.json in the user's folder), then the locale as gettext
+reads it (LANGUAGE, LC_ALL, LC_MESSAGES, LANG; `locale.getlocale()` last). zh, zh_CN, zh_SG, zh-Hans mean
+Simplified Chinese; anything else is English. A worker the CLI starts gets ATTN_DRILL_LANG set to the language
+chosen (process/spawn.worker_env), so it words its findings in it.
+
+The words: English is where it always was (mistakes.toml, catalogue.toml, practice/questions.toml and the
+screens' own strings in en/ui.toml); zh/ holds one file per catalogue, keyed by the same ids, with the same
+{named} placeholders (tests/test_i18n.py holds the two in step). `t(key, **params)` is a screen's string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+EN, ZH = "en", "zh"
+LANGS = (EN, ZH)
+HERE = Path(__file__).resolve().parent
+CONFIG = "config.json"  # in paths.home(): {"lang": "zh"}
+_ZH = re.compile(r"zh(?:[-_](?:cn|sg|hans)(?:[-_].*)?)?", re.IGNORECASE)
+
+_chosen: str | None = None
+
+
+def parse(value: str | None) -> str | None:
+    """A language setting or locale name read as en or zh; None for empty. zh, zh_CN.UTF-8, zh_SG, zh-Hans are
+    Simplified Chinese; C, POSIX, en_US, zh_TW and anything else are English."""
+    if not value:
+        return None
+    first = value.split(":")[0].split(".")[0].split("@")[0].strip()  # LANGUAGE may list several: zh_CN:en
+    if not first:
+        return None
+    return ZH if _ZH.fullmatch(first) else EN
+
+
+def saved() -> str | None:
+    """The preference `attn-drill config lang` saved, or None."""
+    from attn_drill import paths
+
+    try:
+        return parse(str(json.loads((paths.home() / CONFIG).read_text(encoding="utf-8")).get("lang") or ""))
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def save(lang: str | None) -> Path:
+    """Keep `lang` as the preference (None forgets it); the file written."""
+    from attn_drill import paths
+    from attn_drill.store.atomic import write_atomic
+
+    path = paths.home() / CONFIG
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data = data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        data = {}
+    if lang is None:
+        data.pop("lang", None)
+    else:
+        data["lang"] = lang
+    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
+    return path
+
+
+def from_locale(env=None) -> str:
+    """The locale's language, in gettext's order: LANGUAGE, LC_ALL, LC_MESSAGES, LANG, then locale.getlocale()."""
+    env = os.environ if env is None else env
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES", "LANG"):
+        found = parse(env.get(name))
+        if found:
+            return found
+    import locale
+
+    try:
+        return parse(locale.getlocale()[0]) or EN
+    except ValueError:
+        return EN
+
+
+def choose(flag: str | None = None) -> str:
+    """The language this command speaks (see the module's docstring for the order)."""
+    return parse(flag) or parse(os.environ.get("ATTN_DRILL_LANG")) or saved() or from_locale()
+
+
+def use(lang: str) -> None:
+    """Speak `lang` from now on (in every worker started from here too: spawn.worker_env)."""
+    global _chosen
+    _chosen = lang
+
+
+def lang() -> str:
+    """The language in use: `use`'s, else chosen once."""
+    global _chosen
+    if _chosen is None:
+        _chosen = choose()
+    return _chosen
+
+
+def zh() -> bool:
+    return lang() == ZH
+
+
+def reset() -> None:
+    """Forget the choice (tests change the environment between commands)."""
+    global _chosen
+    _chosen = None
+
+
+# -- the words -------------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def table(language: str, name: str) -> dict:
+    """i18n/<language>/<name>.toml, {} when there is none (English catalogues live beside their readers). The ui
+    table also holds the judge's sentences, one file per part of the judge: i18n/<language>/evidence/<part>.toml
+    is its [evidence.<part>]."""
+    path = HERE / language / f"{name}.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    if name == "ui":
+        data["evidence"] = {p.stem: tomllib.loads(p.read_text(encoding="utf-8"))
+                            for p in sorted((HERE / language / "evidence").glob("*.toml"))}
+    return data
+
+
+class _Params(dict):
+    def __missing__(self, key: str) -> str:  # a missing parameter never breaks a sentence
+        return "{" + key + "}"
+
+
+def t(key: str, /, **params) -> str:
+    """The screen string `key` ("report.evidence") in the language in use, its {names} filled from params;
+    English where the zh catalogue lacks it (the parity test makes that a failure)."""
+    section, _, name = key.rpartition(".")
+    text = _lookup(lang(), section, name)
+    if text is None:
+        text = _lookup(EN, section, name)
+    if text is None:
+        raise KeyError(key)
+    return text.format_map(_Params(params)) if params else text
+
+
+def _lookup(language: str, section: str, name: str):
+    node = table(language, "ui")
+    for part in section.split(".") if section else ():
+        node = node.get(part, {})
+    value = node.get(name)
+    return value if isinstance(value, (str, list)) else None
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """"1 error" / "3 errors" in English; "1 个错误" in Chinese (the zh catalogue's word has no plural)."""
+    return f"{n} {one if n == 1 or many is None else many}"
