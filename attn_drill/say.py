@@ -69,8 +69,6 @@ def cells(text: str) -> int:
 def fill(text: str, width: int, indent: str = "") -> str:
     """`text` wrapped to `width` columns, each line starting with `indent` (the first too): between words, and
     between Chinese characters (never before a closing mark). Plain text, for the screens drawn without rich."""
-    import unicodedata
-
     units = re.findall(r"[^\s\u2e80-\u9fff\uff00-\uffef]+|[\u2e80-\u9fff\uff00-\uffef]|\s+", text)
     merged: list[str] = []
     for u in units:
