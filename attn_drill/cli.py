@@ -72,6 +72,8 @@ def _fast_help_classes():
             opt = super().get_help_option(ctx)
             if opt is not None and opt.default is None:
                 opt.default = False
+            if opt is not None:
+                opt.help = t("help.help")  # in the language in use
             return opt
 
     class OneLineErrors:
@@ -108,7 +110,9 @@ def _click_error(e: Exception) -> None:
     from attn_drill.commands.usage import fail as _fail
 
     where = e.ctx.command_path if e.ctx is not None else "attn-drill"
-    _fail(e.format_message(), f"try: {where} --help")
+    from attn_drill.commands.help import usage_error
+
+    _fail(usage_error(e.format_message()), t("usage.try", command=f"{where} --help"))
 
 
 @lru_cache(maxsize=1)
@@ -436,7 +440,16 @@ def main() -> None:
         i18n.use(i18n.choose(flag))
         sys.argv[1:] = argv
         if not _fast_path(argv):
-            get_app()(prog_name="attn-drill")
+            if i18n.zh():  # typer's help and click's own words in Chinese
+                import typer.main
+
+                from attn_drill.commands.help import localise
+
+                group = typer.main.get_command(get_app())
+                localise(group)
+                group(prog_name="attn-drill")
+            else:
+                get_app()(prog_name="attn-drill")
     except BrokenPipeError:  # `attn-drill list | head -1`: the reader left, so there is nobody to tell
         import os
 

@@ -38,6 +38,8 @@ def test_wheel_ships_skeletons_and_references(installed):
             assert f"attn_drill/_data/{sub}/{f.name}" in names
     for data in ("catalogue.toml", "mistakes.toml", "practice/questions.toml"):  # read at run time, beside the code
         assert f"attn_drill/{data}" in names
+    words = {str(p.relative_to(ROOT)) for p in (ROOT / "attn_drill" / "i18n").rglob("*.toml")}  # every language's
+    assert words and words <= names
 
 
 def test_installed_copy_starts_shows_solution_and_checks(installed, tmp_path):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from attn_drill.commands import resolve
 from attn_drill.commands.usage import fail as _fail, nice as _nice, show as _show
+from attn_drill.i18n import t
 from attn_drill.say import printable
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ def cmd_attempts(exercise_id: Optional[str], number: Optional[int], diff: bool) 
     index = attempts.load(ex.id)
     if number is None:
         if diff:
-            _fail("--diff needs the attempt's number.", f"try: attn-drill attempts {ex.id} N --diff "
-                  f"(attn-drill attempts {ex.id} lists them)")
+            _fail("--diff needs the attempt's number.",
+                  t("usage.try", command=f"attn-drill attempts {ex.id} N --diff (attn-drill attempts {ex.id} lists them)"))
         _list(ex, index, st.file(ex.id))
         return
     attempt = attempts.find(index, number)
@@ -57,15 +58,21 @@ def _list(ex: "Exercise", index, current: Optional[Path]) -> None:
     out = render.console()
     where = f" ({_nice(current)})" if current else ""
     if not index.attempts:
-        render.say(out, f"No attempts at {ex.id} kept yet: each check of your practice file{where} keeps one.")
+        render.say(out, t("attempts.none", id=ex.id, where=where))
         return
-    render.say(out, f"Your attempts at {ex.id}{where}, oldest first:")
-    render.say(out, ("    #  first checked     verdict  first mistake", "bold"))
+    from attn_drill.say import cells
+
+    render.say(out, t("attempts.heading", id=ex.id, where=where))
+    head = (t("attempts.first_checked"), t("attempts.verdict"))
+    wide = (max(16, cells(head[0])), max(7, cells(head[1]), *(cells(t(f"attempts.{w}")) for w in ("passed", "failed"))))
+    pad = lambda s, w: s + " " * (w - cells(s))  # noqa: E731 - a Chinese character takes two columns
+    render.say(out, (f"    #  {pad(head[0], wide[0])}  {pad(head[1], wide[1])}  {t('attempts.first_mistake')}", "bold"))
     for a in index.attempts:
-        verdict = ("passed", "green") if a.passed else ("failed", "red")
-        again = f"  (checked {a.checks}x)" if a.checks > 1 else ""
-        render.say(out, f"  {a.n:>3}  {_when(a.at)}  ", verdict, f"   {a.slug or '-'}{again}")
-    render.say(out, f"attn-drill attempts {ex.id} N prints one; --diff compares it with your file.")
+        word = t("attempts.passed") if a.passed else t("attempts.failed")
+        again = t("attempts.again", n=a.checks) if a.checks > 1 else ""
+        render.say(out, f"  {a.n:>3}  {pad(_when(a.at), wide[0])}  ", (pad(word, wide[1]), "green" if a.passed else "red"),
+                   f"  {a.slug or '-'}{again}")
+    render.say(out, t("attempts.footer", id=ex.id))
 
 
 def _span(index) -> str:
@@ -111,7 +118,7 @@ def _diff(old: str, new: str, old_name: str, new_name: str) -> None:
     lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                       old_name, new_name))
     if not lines:
-        render.say(render.console(), f"No difference: {old_name} and {new_name} are the same.")
+        render.say(render.console(), t("attempts.same", old=old_name, new=new_name))
         return
     if not sys.stdout.isatty():
         sys.stdout.writelines(line if line.endswith("\n") else line + "\n" for line in lines)
@@ -138,7 +145,7 @@ def show_solution(ex: "Exercise", diff: bool) -> None:
         _plain(code)
         return
     out = render.console()
-    render.say(out, (ex.id, "bold cyan"), f"  {ex.title}: a model answer")
+    render.say(out, (ex.id, "bold cyan"), t("attempts.model_answer", title=ex.title))
     out.print(render.solution(ex))
 
 
@@ -163,7 +170,7 @@ def cmd_repro(exercise_id: Optional[str]) -> None:
     except OSError as e:
         _fail(f"could not write the script: {e.strerror or e}.")
     out = render.console()
-    render.say(out, "Wrote ", (printable(_nice(target)), "bold"))
-    render.say(out, f"case {failure.case + 1} of your check with seed {failure.seed}, where {failure.stage} failed.")
-    render.say(out, "It runs your file and the model answer (numbers only, never its code).")
-    render.say(out, "Run it: ", (printable(command), "bold cyan"))  # shell-quoted; control characters shown
+    render.say_key(out, "attempts.wrote", path=(printable(_nice(target)), "bold"))
+    render.say(out, t("attempts.repro_case", case=failure.case + 1, seed=failure.seed, stage=failure.stage))
+    render.say(out, t("attempts.repro_runs"))
+    render.say_key(out, "attempts.run_it", command=(printable(command), "bold cyan"))  # shell-quoted; controls shown

@@ -63,7 +63,7 @@ def _option_retry(option: str, value: Optional[str]) -> str:
             fixed += [f"{option}={value}"] if value is not None else []
         else:
             fixed.append(a)
-    return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
+    return t("usage.try", command="attn-drill " + shlex.join(fixed)) if fixed != args else ""
 
 
 @contextmanager
@@ -91,7 +91,7 @@ def _confirm_or_refuse(question: str, refusal: str) -> None:
     import typer
 
     if not typer.confirm(question, default=False):
-        _say("Nothing done.")
+        _say(t("drill.nothing_done"))
         raise SystemExit(1)
 
 
@@ -379,9 +379,7 @@ def cmd_solution(exercise_id: Optional[str], yes: bool, diff: bool = False) -> N
     passed = history.progress_of(ex.id).passed
     if not passed and not yes:
         _confirm_or_refuse(
-            f"You have not passed {ex.id} yet. Show the model answer anyway?",
-            f"you have not passed {ex.id} yet, and seeing the answer spoils the drill. "
-            f"attn-drill hint {ex.id} gives a nudge; attn-drill solution {ex.id} --yes shows it anyway.")
+            t("drill.solution_ask", id=ex.id), t("drill.solution_refused", id=ex.id))
     show_solution(ex, diff)
 
 
@@ -394,9 +392,7 @@ def cmd_reset(exercise_id: str, yes: bool) -> None:
     path = state.load().file(ex.id) or workspace.practice_file(ex)
     if _is_file(path) and not workspace.same_as_skeleton(ex, path) and not yes:
         _confirm_or_refuse(
-            f"Replace {path} with the skeleton? (your version is backed up first)",
-            f"reset replaces {path} with the skeleton (after a backup); "
-            f"run attn-drill reset {ex.id} --yes to go ahead.")
+            t("drill.reset_ask", path=path), t("drill.reset_refused", path=path, id=ex.id))
     with _edit_state() as st:  # locked first: if another process holds it, nothing is replaced
         dropped = _dropping(ex, st, path)
         written = _write_skeleton(ex, path, replace=True)

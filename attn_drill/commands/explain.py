@@ -9,8 +9,11 @@ from typing import Optional
 
 from attn_drill.commands.drill import TIMEOUT_RANGE, valid_number, valid_seed
 from attn_drill.commands.usage import fail as _fail, nice as _nice
+from attn_drill.i18n import t
 
-EXAMPLE = 'e.g. attn-drill explain sdpa --answers "B H Tq Tk,2,1"'
+
+def _example() -> str:
+    return t("practice.explain.command.example")
 
 
 def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: bool, seed: Optional[int],
@@ -25,11 +28,10 @@ def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: boo
     try:
         scripted = explain.parse_answers(answers)
     except ValueError as e:
-        _fail(f"--answers: {e}.", EXAMPLE)
+        _fail(t("practice.explain.command.bad_answers", error=e), _example())
     interactive = scripted is None and not as_json and sys.stdin.isatty() and sys.stdout.isatty()
     if scripted is None and not as_json and not interactive:
-        _fail("explain asks its questions in a terminal; without one, give the answers (--answers) or "
-              "print the questions (--json).", EXAMPLE)
+        _fail(t("practice.explain.command.no_terminal"), _example())
     st = state.load()
     ex = resolve.exercise_or_current(exercise_id, st, "explain")
     [(path, ex)] = resolve.jobs([], ex.id, st)
@@ -42,9 +44,9 @@ def cmd_explain(exercise_id: Optional[str], answers: Optional[str], as_json: boo
         from attn_drill.practice.mock_answers import BadAnswers, against
 
         try:
-            against(r.questions, [], scripted, asker="this round")
+            against(r.questions, [], scripted, asker=t("practice.explain.mock_answers.this_round"))
         except BadAnswers as e:
-            _fail(f"--answers: {e}; nothing was scored.", EXAMPLE)
+            _fail(t("practice.explain.command.not_scored", error=e), _example())
     if as_json and scripted is None:
         import json
 
@@ -61,7 +63,8 @@ def _build(path, ex, seed: int, timeout: Optional[float]):
     from attn_drill.process.warm import WarmPool
 
     out = render.console(stderr=True)
-    waiting = out.status(render.text(f"checking and tracing {path.name}...")) if out.is_terminal else None
+    waiting = out.status(render.text(t("practice.explain.command.checking", name=path.name))) if out.is_terminal \
+        else None
     limit = runner.DEFAULT_TIMEOUT if timeout is None else timeout
     r, refused = None, ""
     try:
@@ -76,16 +79,17 @@ def _build(path, ex, seed: int, timeout: Optional[float]):
                 r = explain.build(path, ex.id, seed, timeout=limit, pool=pool)
             else:
                 rep.sort_findings()
-                why = "not started: fill in the TODOs" if rep.not_started else (
-                    ", ".join(f.slug for f in rep.errors[:2]) or "it fails")
-                refused = f"{path.name} does not pass yet ({why}); explain asks about passing code."
+                why = t("practice.explain.command.not_started") if rep.not_started else (
+                    t("practice.explain.command.slug_sep").join(f.slug for f in rep.errors[:2])
+                    or t("practice.explain.command.it_fails"))
+                refused = t("practice.explain.command.fails", name=path.name, why=why)
     except OSError as e:
-        refused = f"could not run the checker ({e.strerror or e}); nothing was asked."
+        refused = t("practice.explain.command.no_checker", error=e.strerror or e)
     finally:
         if waiting:
             waiting.stop()  # before any message: the spinner's line is cleared first
     if refused or r.error:
-        _fail(refused or f"no questions for {path.name}: {r.error}.", code=1)
+        _fail(refused or t("practice.explain.command.no_questions", name=path.name, error=r.error), code=1)
     return r
 
 
@@ -107,14 +111,14 @@ def _ask(r, ex, nice: str, scripted: Optional[list], as_json: bool) -> int:
             render_explain.question(out, q, i + 1, len(r.questions))
             if scripted is not None:
                 given = scripted[i] if i < len(scripted) else None
-                out.print(render.text(f"{render_explain.ask(q)}{given or '-'} (from --answers)"))
+                out.print(render.text(render_explain.ask(q) + t("mock.from_answers", given=given or "-")))
             else:
                 given = _typed(out, q)
             answers.append(given)
             render_explain.answered(out, q, given, explain.is_right(q, given))
     except (KeyboardInterrupt, EOFError):
         out.print()
-        render.say(out, "Stopped; this round is not recorded.")
+        render.say(out, t("practice.explain.command.stopped"))
         return 130
     history.record_explain(ex.id, explain.kinds_missed(r.questions, answers), source="explain", file=r.file,
                            seed=r.seed)
@@ -141,4 +145,4 @@ def _typed(out, q: dict) -> Optional[str]:
         if why is None:
             return given
         if why:
-            out.print(render.text(f"{why}.", "yellow"))
+            out.print(render.text(t("practice.explain.command.refused", why=why), "yellow"))

@@ -10,9 +10,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from attn_drill.commands.drill import cmd_start
+from attn_drill.i18n import t
 
-WHY = {"new": "the first exercise you have not passed yet", "review": "due for review",
-       "early": "nothing is due: the review that comes up first, ahead of time"}
+WHY = ("new", "review", "early")  # why next starts it: next.why_<kind> words it
 
 
 def cmd_next() -> None:
@@ -22,16 +22,13 @@ def cmd_next() -> None:
     out = render.console()
     up = schedule.next_up()
     if up is None:
-        render.say(out, "Nothing to start: every exercise is passed and none is scheduled.")
+        render.say(out, t("next.nothing"))
         return
     ex, kind = up
     last = schedule.latest().get(ex.id)
     going = kind != "new" and last is not None and _started(state.load(), ex.id) > last["at"]
-    why = WHY[kind] + (f", {schedule.when(last['due'])}" if kind == "early" else "")
-    if going:
-        render.say(out, "Next: ", (ex.id, "bold cyan"), f" ({why}): your review of it is in progress.")
-    else:
-        render.say(out, "Next: ", (ex.id, "bold cyan"), f" ({why}).")
+    why = t(f"next.why_{kind}") + (t("next.when", when=schedule.when(last['due'])) if kind == "early" else "")
+    render.say_key(out, "next.going" if going else "next.next", id=(ex.id, "bold cyan"), why=why)
     cmd_start(ex.id, None, force=kind != "new" and not going, abandon=False)
 
 

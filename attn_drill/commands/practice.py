@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
 
+from attn_drill.i18n import t
 from attn_drill.commands.drill import MINUTES_RANGE, TIMEOUT_RANGE, valid_number, valid_seed
 from attn_drill.commands.usage import describe as _describe, fail as _fail, nice as _nice
 from attn_drill.commands.resolve import exercise as _exercise, jobs as _jobs
@@ -147,10 +148,10 @@ def _abandon_mock(out, session) -> int:
     from attn_drill.render import report as render
 
     if session is None:
-        render.say(out, "No mock in progress.")
+        render.say(out, t("mock.none_running"))
         return 0
     mock.drop()
-    render.say(out, f"Dropped the mock of {session.exercise}; its file stays at ", (_nice(Path(session.file)), "bold"))
+    render.say_key(out, "mock.dropped", id=session.exercise, path=(_nice(Path(session.file)), "bold"))
     return 0
 
 

@@ -8,6 +8,8 @@ line, a second with the command that would work, exit 2 (usage.fail).
 
 from __future__ import annotations
 
+from attn_drill.i18n import t
+
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional
 
@@ -45,9 +47,8 @@ def exercise(exercise_id: str) -> "Exercise":
     known = list(catalogue.exercises())
     close = suggest(exercise_id)
     if close:
-        _fail(f"no exercise called {exercise_id!r}; did you mean {close.id}?",
-              _retry(exercise_id, close.id) or _listed(known))
-    _fail(f"no exercise called {exercise_id!r}.", _listed(known))  # two lines: 80 columns
+        _fail(t("usage.no_exercise_mean", id=exercise_id, close=close.id), _retry(exercise_id, close.id) or _listed(known))
+    _fail(t("usage.no_exercise", id=exercise_id), _listed(known))  # two lines: 80 columns
 
 
 def suggest(word: str) -> "Exercise | None":
@@ -72,13 +73,15 @@ def suggest(word: str) -> "Exercise | None":
 
 def _listed(known: list) -> str:
     """The exercises in one line of 80 columns: as many ids as fit, then where to see them all."""
-    line = f"the exercises: {', '.join(known)}"
-    if len(line) <= 80:
+    from attn_drill.say import cells
+
+    line = t("usage.exercises", ids=", ".join(known))
+    if cells(line) <= 80:
         return line
     shown = known[:]
-    while shown and len(f"the exercises: {', '.join(shown)}, ... (attn-drill list)") > 80:
+    while shown and cells(t("usage.exercises_more", ids=", ".join(shown))) > 80:
         shown.pop()
-    return f"the exercises: {', '.join(shown)}, ... (attn-drill list)"
+    return t("usage.exercises_more", ids=", ".join(shown))
 
 
 def current(st: "State", command: str) -> "Exercise":
@@ -87,8 +90,7 @@ def current(st: "State", command: str) -> "Exercise":
     from attn_drill import catalogue
 
     if st.current is None or catalogue.get(st.current) is None:
-        _fail("no exercise started yet.",
-              f"give one (attn-drill {command} ID), or start one: attn-drill start ID (attn-drill list shows the ids).")
+        _fail(t("usage.none_started"), t("usage.none_started_more", command=command))
     return exercise(st.current)
 
 
@@ -146,7 +148,7 @@ def _job(f: Path, forced: "Exercise | None", st: "State") -> tuple:
     if kind == "missing" and len(f.parts) == 1 and not f.suffix and suggest(str(f)):  # `check gqaa`: an id, mistyped
         close = suggest(str(f)).id
         raise Unusable(f, f"no such file or exercise: {_show(f)}; did you mean {close}?",
-                       _retry(f, close) or f"try: attn-drill check {close}")
+                       _retry(f, close) or t("usage.try", command=f"attn-drill check {close}"))
     if kind == "other":
         raise Unusable(f, f"{_show(f)} is not a regular file (a pipe or a device?); give your exercise file.")
     if kind == "dir":
@@ -155,12 +157,12 @@ def _job(f: Path, forced: "Exercise | None", st: "State") -> tuple:
             raise Unusable(f, f"{_show(f)} is a folder, with no exercise file in it.",
                            f"give the file's path; attn-drill start ID --dir {_quote(f)} writes one there.")
         raise Unusable(f, f"{_show(f)} is a folder; give the exercise file inside it.",
-                       _retry(f, inside[0]) or f"try: attn-drill check {_quote(inside[0])}")
+                       _retry(f, inside[0]) or t("usage.try", command=f"attn-drill check {_quote(inside[0])}"))
     if kind == "missing":
         ex = forced or catalogue.from_filename(f)
         near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if _is_file(p)]
         raise Unusable(f, f"no such file: {_show(f)}",
-                       (_retry(f, near[0]) or f"try: attn-drill check {_quote(near[0])}") if near else
+                       (_retry(f, near[0]) or t("usage.try", command=f"attn-drill check {_quote(near[0])}")) if near else
                        "give your exercise file's path, an exercise ID, or nothing for the one started last.")
     ex = forced or catalogue.from_filename(f)
     if ex is None:
@@ -176,10 +178,10 @@ def _unnamed(f: Path) -> tuple[str, str]:
     guess = defines(f)
     if guess is None:
         return (f"cannot tell which exercise {_show(f.name)} is for: name it after one (my_sdpa.py) or say which "
-                f"(the exercises: {ids}).", f"try: attn-drill check {_quote(f)} --exercise ID")
+                f"(the exercises: {ids}).", t("usage.try", command=f"attn-drill check {_quote(f)} --exercise ID"))
     names = [n for n in guess.names if n in _defined(f)]
     return (f"cannot tell which exercise {_show(f.name)} is for from its name; it defines {', '.join(names)}, "
-            f"as {guess.id} asks.", f"try: attn-drill check {_quote(f)} --exercise {guess.id}")
+            f"as {guess.id} asks.", t("usage.try", command=f"attn-drill check {_quote(f)} --exercise {guess.id}"))
 
 
 def defines(f: Path) -> "Exercise | None":

@@ -23,7 +23,9 @@ def fail(message: str, *more: str, code: int = EXIT_USAGE) -> NoReturn:
     """A usage error: say what is wrong and what to do (one line each, escaped), exit 2."""
     from attn_drill.say import printable
 
-    say(("error: ", "bold red"), printable(message), err=True)
+    from attn_drill.i18n import t
+
+    say((t("usage.error"), "bold red"), printable(message), err=True)
     for line in more:
         if line:
             say(printable(line), err=True)
@@ -45,7 +47,9 @@ def retry(old, new) -> str:
     same = (lambda a: a and Path(a) == old) if isinstance(old, Path) else (lambda a: a == old)
     fixed = [str(new) if same(a) else a for a in args]
     fixed = [f"{a.split('=', 1)[0]}={new}" if "=" in a and same(a.split("=", 1)[1]) else a for a in fixed]
-    return "try: attn-drill " + shlex.join(fixed) if fixed != args else ""
+    from attn_drill.i18n import t
+
+    return t("usage.try", command="attn-drill " + shlex.join(fixed)) if fixed != args else ""
 
 
 def quote(path: Path) -> str:

@@ -121,18 +121,25 @@ def reset() -> None:
 # -- the words -------------------------------------------------------------------------------------
 @lru_cache(maxsize=None)
 def table(language: str, name: str) -> dict:
-    """i18n/<language>/<name>.toml, {} when there is none (English catalogues live beside their readers). The ui
-    table also holds the judge's sentences, one file per part of the judge: i18n/<language>/evidence/<part>.toml
-    is its [evidence.<part>]."""
+    """i18n/<language>/<name>.toml, {} when there is none (English catalogues live beside their readers). A name
+    may be a folder's file: "evidence/core" (the judge's sentences, one file per part of the judge) or
+    "practice/explain"; t("evidence.core.engine.differs") reads that file's [engine] differs."""
     path = HERE / language / f"{name}.toml"
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    if name == "ui":
-        data["evidence"] = {p.stem: tomllib.loads(p.read_text(encoding="utf-8"))
-                            for p in sorted((HERE / language / "evidence").glob("*.toml"))}
-    return data
+
+
+@lru_cache(maxsize=None)
+def folders() -> frozenset:
+    """The folders of files beside ui.toml (evidence, practice): the first part of their keys."""
+    return frozenset(p.name for p in (HERE / EN).iterdir() if p.is_dir() and not p.name.startswith("_"))
+
+
+def names() -> list[str]:
+    """Every catalogue of screen words by its table name: ui and each folder's files (tests hold zh to them)."""
+    return ["ui"] + [f"{f}/{p.stem}" for f in sorted(folders()) for p in sorted((HERE / EN / f).glob("*.toml"))]
 
 
 class _Params(dict):
@@ -153,8 +160,12 @@ def t(key: str, /, **params) -> str:
 
 
 def _lookup(language: str, section: str, name: str):
-    node = table(language, "ui")
-    for part in section.split(".") if section else ():
+    parts = section.split(".") if section else []
+    if len(parts) >= 2 and parts[0] in folders():  # evidence.core.engine: evidence/core.toml's [engine]
+        node, parts = table(language, f"{parts[0]}/{parts[1]}"), parts[2:]
+    else:
+        node = table(language, "ui")
+    for part in parts:
         node = node.get(part, {})
     value = node.get(name)
     return value if isinstance(value, (str, list)) else None
@@ -163,3 +174,31 @@ def _lookup(language: str, section: str, name: str):
 def plural(n: int, one: str, many: str | None = None) -> str:
     """"1 error" / "3 errors" in English; "1 个错误" in Chinese (the zh catalogue's word has no plural)."""
     return f"{n} {one if n == 1 or many is None else many}"
+
+
+# The terms a report glosses the first time it uses them (docs/glossary.zh.md's ★ rows): interviewers mix both
+GLOSSARY = {
+    "缩放": "scale", "掩码": "mask", "因果掩码": "causal mask", "填充掩码": "padding mask",
+    "拆分多头": "split heads", "合并多头": "merge heads", "广播": "broadcast", "旋转位置编码": "RoPE",
+    "注意力分数": "attention scores", "注意力权重": "attention weights", "分组查询注意力": "GQA",
+    "KV 缓存": "KV cache", "投影": "projection", "残差连接": "residual connection", "滑动窗口": "sliding window",
+}
+_TERMS = re.compile("|".join(sorted(map(re.escape, GLOSSARY), key=len, reverse=True)))
+
+
+def gloss(text: str, seen: set) -> str:
+    """`text` with the English term after each glossary term's first use in this report (`seen` holds those
+    used already): 缩放（scale）. Nothing in English, and nothing where the text already gives it."""
+    if lang() != ZH or not text:
+        return text
+
+    def one(m: re.Match) -> str:
+        term = m.group()
+        after = text[m.end():m.end() + 2 + len(GLOSSARY[term])]
+        if term in seen or GLOSSARY[term].lower() in after.lower():
+            seen.add(term)
+            return term
+        seen.add(term)
+        return f"{term}（{GLOSSARY[term]}）"
+
+    return _TERMS.sub(one, text)

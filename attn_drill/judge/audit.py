@@ -52,6 +52,9 @@ class CheckerReached(RuntimeError):
 
 
 HITS: list[tuple[str, str, int | None]] = []  # (slug, what the user's code did, its line), for the engine
+# what the user's code did, as HITS says it (in English), -> the key and parameters that word it in the language in
+# use (i18n/<lang>/evidence/core.toml, [audit]): forgery.reached words it there, outside the hook
+WORDS: dict[str, tuple[str, dict]] = {}
 
 
 def _dirs(*folders) -> tuple[str, ...]:
@@ -124,7 +127,7 @@ def take() -> list[tuple[str, str, int | None]]:
 
 def _make_hook():
     """The audit hook. Everything it uses is bound here, once: nothing reachable from outside changes it."""
-    getframe, local, armed, hits = sys._getframe, threading.local(), _armed, HITS
+    getframe, local, armed, hits, words = sys._getframe, threading.local(), _armed, HITS, WORDS
     library, reference, givers = LIBRARY, REFERENCE, dict(GIVERS)
     function, code_type, str_, isinstance_, getattr_, id_, type_, Exc = (
         type(_armed), type(_armed.__code__), str, isinstance, getattr, id, type, Exception)
@@ -171,6 +174,10 @@ def _make_hook():
             frame = frame.f_back
         return line
 
+    def said(key, text, /, **params):
+        words[text] = ("evidence.core.audit." + key, params)
+        return text
+
     def remember(code, made):
         made[id_(code)] = code  # kept alive, so its id stays its own
         for const in code.co_consts:
@@ -191,24 +198,30 @@ def _make_hook():
                 remember(args[0], made)
             return None
         if event in tracing:  # however indirectly: a profiler is handed every frame, the checker's too
-            return ("checker-reached", f"installs a trace or profile function ({event}), which would be handed "
-                    "the checker's own frames", line)
+            return ("checker-reached", said("trace", f"installs a trace or profile function ({event}), which would "
+                                            "be handed the checker's own frames", event=event), line)
         if event == "open":
             name = args[0].rsplit(os.sep, 1)[-1].split(".", 1)[0] + ".py"  # sdpa.cpython-311.pyc: sdpa.py
-            return "checker-reached", f"reads the checker's reference file {name} (the model answer)", line
+            return ("checker-reached", said("reads_reference", f"reads the checker's reference file {name} (the model "
+                                            "answer)", name=name), line)
         if event == "attn_drill.reference":
-            return "checker-reached", f"calls the checker's reference {args[0]} (the model answer)", line
+            return ("checker-reached", said("calls_reference", f"calls the checker's reference {args[0]} (the model "
+                                            "answer)", name=args[0]), line)
         if event in stack or event == "object.__getattr__":
             how = f".{args[1]}" if event == "object.__getattr__" else f"{event}()"
-            return "checker-reached", f"reaches for stack frames ({how}), which lead to the checker's own", line
+            return ("checker-reached", said("frames", f"reaches for stack frames ({how}), which lead to the checker's "
+                                            "own", how=how), line)
         if event in objects:
-            return "checker-reached", f"searches the garbage collector ({event}()) for the checker's objects", line
+            return ("checker-reached", said("gc", f"searches the garbage collector ({event}()) for the checker's "
+                                            "objects", event=event), line)
         if event == "object.__setattr__":
             fn = args[0]
             if kind(fn.__code__, fn.__globals__, file, folder, made, ours) == "user":
                 return None  # the user's own function
-            return "torch-modified", f"the {args[1]} of {fn.__module__}.{fn.__qualname__}", line
-        return "checker-reached", f"makes code that claims to come from {args[1]}", line  # compile, code.__new__
+            name = f"{fn.__module__}.{fn.__qualname__}"
+            return "torch-modified", said("code_of", f"the {args[1]} of {name}", attr=args[1], name=name), line
+        return ("checker-reached", said("claims", f"makes code that claims to come from {args[1]}", where=args[1]),
+                line)  # compile, code.__new__
 
     def hook(event, args):
         if event not in watched:

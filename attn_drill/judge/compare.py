@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import torch
 
+from attn_drill.i18n import t
+
 
 @dataclass
 class Tolerance:
@@ -78,4 +80,13 @@ def closeness(got: torch.Tensor, want: torch.Tensor) -> float:
 def where(index: tuple[int, ...], axes: tuple[str, ...]) -> str:
     """Name an index by axes, e.g. (batch 1, head 2, query 0, key 3)."""
     axes = axes[-len(index):] if len(axes) >= len(index) else ("dim",) * (len(index) - len(axes)) + axes
-    return ", ".join(f"{a} {i}" for a, i in zip(axes, index))
+    return t("evidence.core.compare.sep").join(t("evidence.core.compare.at", axis=axis(a), i=i)
+                                                for a, i in zip(axes, index))
+
+
+def axis(name: str) -> str:
+    """An axis's name in the language in use ("kv head"); a name the catalogue lacks as it is."""
+    try:
+        return t(f"evidence.core.compare.axis.{name.replace(' ', '_')}")
+    except KeyError:
+        return name

@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import audit, calls, diagnoses, forgery, load
 from attn_drill.judge.probes import generic as probes
 from attn_drill.judge.compare import TOL, diff, where
@@ -20,6 +21,11 @@ from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, STAGES, WARN, Repor
 
 class Stop(Exception):
     """A stage failed: the rest are skipped."""
+
+
+def _say(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [engine])."""
+    return t(f"evidence.core.engine.{key}", **params)
 
 
 class Check:
@@ -37,7 +43,7 @@ class Check:
         self.torch_before = snapshot()
         self.ledger = forgery.Ledger(cache_ok=not self.spec.float_inputs)
         for case in self.cases:
-            self.ledger.checker(case.inputs.values(), f"the checker's own inputs for {case.label}")
+            self.ledger.checker(case.inputs.values(), _say("own_inputs", case=case.label))
 
     def run(self) -> Report:
         start = time.perf_counter()
@@ -51,7 +57,7 @@ class Check:
             self.stage(STAGES[i], status, detail)
             if status == FAIL:
                 for name in STAGES[i + 1:]:
-                    self.stage(name, SKIP, "skipped: an earlier stage failed")
+                    self.stage(name, SKIP, _say("skipped"))
                 break
         self.last_look()
         self.report.seconds = time.perf_counter() - start
@@ -88,16 +94,18 @@ class Check:
         self.add(finding)
         raise Stop(detail or finding.title)
 
-    def tampered(self, what: str, deep: bool = False, label: str = ""):
+    def tampered(self, what: str, deep: bool = False, label: str = "", during: str = ""):
         """torch-modified or checker-reached for what the user's code did so far (what tamper.py put back, what
-        the audit hook stopped), or None."""
+        the audit hook stopped), or None. `label` is the case's; `during` the key of this module's words for when
+        it ran, if not in a case's call. Nothing is worded before tamper.py has put back what the code replaced
+        (`what` is one of tamper.finding's English phrases, worded there)."""
         changed = tamper.changed_since(self.torch_before, deep=deep)  # tamper's, not a name the user can swap here
         modified, reached = forgery.take_hits()
-        changed += [what_ for _, what_, _ in modified]
+        changed += [forgery.worded(what_) for _, what_, _ in modified]
         if changed:
             return tamper.finding(changed, what)
         if reached:
-            return forgery.reached(reached, label)
+            return forgery.reached(reached, _say(during) if during else label)
         return None
 
     def guard(self, outcome: calls.Outcome) -> None:
@@ -113,9 +121,9 @@ class Check:
         t = outcome.tracer
         if t and t.forbidden_calls:
             name, line = t.forbidden_calls[0]
-            where_ = f" at your line {line}" if line else ""
-            self.fail(findings.make("forbidden-builtin", f"{name} ran{where_} ({outcome.case.label})",
-                                    line=line, score=2.0, name=name))
+            said = (_say("ran_at", name=name, line=line, case=outcome.case.label) if line else
+                    _say("ran", name=name, case=outcome.case.label))
+            self.fail(findings.make("forbidden-builtin", said, line=line, score=2.0, name=name))
 
     def todo_left(self, error: BaseException) -> None:
         """Stop as not started (no finding) when `error` is the file's own `raise NotImplementedError`: the
@@ -130,7 +138,8 @@ class Check:
         if last is None or Path(last.filename).resolve() != Path(self.path).resolve():
             return
         if (last.line or "").strip().startswith("raise NotImplementedError"):
-            raise Stop(f"{NOT_STARTED} (your line {last.lineno} still raises NotImplementedError)")
+            # NOT_STARTED stays as it is: Report.not_started recognises the detail by it
+            raise Stop(f"{NOT_STARTED} " + _say("still_raises", line=last.lineno))
 
     # --- stages ------------------------------------------------------------------------------
 
@@ -138,7 +147,7 @@ class Check:
         read: dict = {}
         module, bad = load.load(self.path, self.spec.id, read)
         self.report.digest = read.get("digest", "")  # the bytes judged: record.py keeps only those
-        forged = self.tampered("importing your file replaced", deep=True, label="while importing the file")
+        forged = self.tampered("importing your file replaced", deep=True, during="while_importing")
         if forged:
             self.fail(forged)
         if bad:
@@ -148,11 +157,10 @@ class Check:
         named = forgery.checker_names(module)
         if imported or named:
             line, text = imported or (None, "")
-            where = f"line {line}: {text}" if imported else named
-            self.fail(findings.make("checker-reached", f"your file imports attn_drill, the checker itself ({where})",
-                                    line=line, score=2.0))
+            where = _say("import_line", line=line, text=text) if imported else named
+            self.fail(findings.make("checker-reached", _say("imports_checker", where=where), line=line, score=2.0))
         self.module = module
-        return PASS, "the file imports"
+        return PASS, _say("loaded")
 
     def last_look(self) -> None:
         """After the last stage: what only the deep check sees (a kernel registered underneath torch), and what
@@ -163,8 +171,9 @@ class Check:
 
     def keep_reference(self, outputs, case, dtype=torch.float64) -> None:
         """The reference's outputs: no output of the user's may share their memory."""
-        label = "" if dtype == torch.float64 else f" ({str(dtype).replace('torch.', '')})"
-        self.ledger.checker(outputs, f"the reference's output for {case.label}{label}")
+        said = (_say("reference_output", case=case.label) if dtype == torch.float64 else
+                _say("reference_output_in", case=case.label, dtype=str(dtype).replace('torch.', '')))
+        self.ledger.checker(outputs, said)
 
     def api(self):
         target, bad = self.spec.resolve(self.module)
@@ -172,25 +181,25 @@ class Check:
             self.fail(bad)
         own = forgery.provenance(target)
         if own:
-            self.fail(findings.make("checker-reached", f"{own}: the checker cannot check itself", score=2.0))
+            self.fail(findings.make("checker-reached", _say("checks_itself", own=own), score=2.0))
         self.target = target
         if hasattr(self.spec, "build"):  # a module: construct it once and look at its layers
             case = self.cases[0]
             try:
                 _, bad = self.spec.build(target, case, torch.float64)
             except BaseException as e:  # noqa: BLE001
-                forged = self.tampered("constructing your module replaced", label="while constructing it")
+                forged = self.tampered("constructing your module replaced", during="while_building")
                 if not forged:
                     self.todo_left(e)
-                self.fail(forged or load.exception_finding(e, self.path,
-                                                           f"while constructing {self.spec.constructor(case)}"))
-            forged = self.tampered("constructing your module replaced", label="while constructing it")
+                self.fail(forged or load.exception_finding(
+                    e, self.path, _say("while_constructing", call=self.spec.constructor(case))))
+            forged = self.tampered("constructing your module replaced", during="while_building")
             if forged:
                 self.fail(forged)
             if bad:
                 self.fail(bad)
-            return PASS, "the class, its signature and its layers are as the task says"
-        return PASS, "the function exists with the right signature"
+            return PASS, _say("api_class")
+        return PASS, _say("api_function")
 
     def shapes(self):
         for case in self.cases:
@@ -204,21 +213,22 @@ class Check:
         if not returned:
             o = self.outcomes[0]
             self.report.case = 0  # attn-drill repro replays it: the traceback shows where
-            self.fail(load.exception_finding(o.error, self.path, f"on every case, e.g. {o.case.label}"))
+            self.fail(load.exception_finding(o.error, self.path, _say("every_case", case=o.case.label)))
         for o in returned:
             bad = probes.return_type(self.spec, o)
             if bad:
                 self.fail(bad)
         for o in returned:
             expected = self.spec.expected_shapes(o.case)
-            for name, t in zip(self.spec.outputs, o.outputs):
-                if tuple(t.shape) != expected[name]:
+            for name, out in zip(self.spec.outputs, o.outputs):
+                if tuple(out.shape) != expected[name]:
                     self.report.case = self.cases.index(o.case)
                     shape = findings.make(
-                        "wrong-output-shape", f"{name} is {tuple(t.shape)}, expected {expected[name]} ({o.case.label})",
+                        "wrong-output-shape", _say("shape", name=name, got=tuple(out.shape), want=expected[name],
+                                                   case=o.case.label),
                         score=1.5, what=name, expected=str(expected[name]))
                     self.fail(diagnoses.shape_cause(self, shape) or shape)  # a known cause outranks its symptom
-        return PASS, f"{len(returned)} of {len(self.cases)} cases returned the right shapes"
+        return PASS, _say("shapes", n=len(returned), all=len(self.cases))
 
     def values(self):
         self.refs = [self.spec.unpack(self.spec.reference(c)[0]) for c in self.cases]
@@ -227,17 +237,17 @@ class Check:
         first_bad = None
         for i, (o, ref) in enumerate(zip(self.outcomes, self.refs)):
             if o.error is not None:
-                first_bad = first_bad or f"{o.case.label}: raised {load.describe(o.error)}"
+                first_bad = first_bad or _say("raised", case=o.case.label, error=load.describe(o.error))
                 self.report.case = i if self.report.case is None else self.report.case
                 continue
             for name, got, want in zip(self.spec.outputs, o.outputs, ref):
                 d = diff(got, want, TOL[torch.float64])
                 if not d.ok and first_bad is None:
                     self.report.case = i  # what attn-drill repro replays
-                    first_bad = (f"{o.case.label}: {name} differs first at ({where(d.index, self.spec.axes[name])}): "
-                                 f"yours {d.got:.4g}, expected {d.want:.4g}; max abs error {d.max_abs:.3g}, "
-                                 f"relative error {d.max_rel:.3g} of the largest |expected| (tolerance {TOL[torch.float64].atol:g} + "
-                                 f"{TOL[torch.float64].rtol:g}*|expected|)")
+                    tol = TOL[torch.float64]
+                    first_bad = _say("differs", case=o.case.label, name=name, at=where(d.index, self.spec.axes[name]),
+                                     got=d.got, want=d.want, abs=d.max_abs, rel=d.max_rel, atol=tol.atol,
+                                     rtol=tol.rtol)
         lowered = next((o.tracer.lowered for o in self.outcomes if o.tracer and o.tracer.lowered), None)
         failed64 = first_bad is not None
         if first_bad and lowered and self.within(TOL[torch.float32]):
@@ -252,20 +262,22 @@ class Check:
                 gone = diagnoses.departure(self)
                 said = any(f.slug == "values-mismatch" for f in self.report.findings)
                 if gone and not said and diagnoses.agrees(self.report.findings, gone):  # (values-mismatch says it)
-                    first_bad += f"; {gone.said()}"
+                    first_bad = _say("and", first=first_bad, then=gone.said())
             raise Stop(first_bad)
         stale = probes.new_values(self)
         if stale:
-            self.fail(stale, "the same shapes with new values give an old answer")
+            self.fail(stale, _say("stale"))
         if lowered and (failed64 or not getattr(self.spec, "float32_convention", False)):
             self.add(self.precision_loss(lowered))
         warning = probes.empty_row(self)
         note = getattr(self.spec, "pass_note", None)  # an exercise's own addition (flash: peak memory at T=4096)
-        extra = f"; {note(self)}" if note else ""
+        said = _say("empty_row_nan", n=len(self.cases)) if warning else _say("all_match", n=len(self.cases))
+        if note:
+            said = _say("and", first=said, then=note(self))
         if warning:
             self.add(warning)
-            return WARN, f"all {len(self.cases)} cases match; a query with no visible key gives NaN{extra}"
-        return PASS, f"all {len(self.cases)} cases match the reference (float64){extra}"
+            return WARN, said
+        return PASS, said
 
     def within(self, tol) -> bool:
         """Every case ran and matches the reference within `tol`."""
@@ -277,9 +289,8 @@ class Check:
         name, line, dtype = lowered
         worst = max(diff(got, want, TOL[torch.float64]).max_abs
                     for o, ref in zip(self.outcomes, self.refs) for got, want in zip(o.outputs, ref))
-        return findings.make("precision-loss", f"the inputs are float64; your line {line} makes a {dtype} tensor "
-                             f"({name}); largest error {worst:.2g}, within {dtype}'s precision", line=line,
-                             score=0.3, dtype=dtype)
+        return findings.make("precision-loss", _say("precision", line=line, dtype=dtype, name=name, worst=worst),
+                             line=line, score=0.3, dtype=dtype)
 
     def gradients(self):
         return probes.gradients(self)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge import audit, load
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import Case, load_references, random_mask, random_params
@@ -36,6 +37,11 @@ from attn_drill.judge.specs.masks import mask_case
 from attn_drill.judge.trace import Tracer
 
 MAX_OPS = 4000  # per call: a per-element Python loop still leaves each line's last executions
+
+
+def _say(key: str, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/show.toml, [explain])."""
+    return t(f"evidence.show.explain.{key}", **params)
 
 
 @dataclass
@@ -51,15 +57,15 @@ class Setup:
 def run(path: Path, exercise: str, seed: int) -> dict:
     """The traced calls of the user's passing file, or {"error": why} if it cannot be run."""
     if exercise not in SETUPS:
-        return {"error": f"explain has no case for {exercise} yet"}
+        return {"error": _say("no_case", exercise=exercise)}
     spec = SPECS[exercise]
     audit.arm(path, load_references())  # as for a check: the file's code may not reach into the checker
     module, bad = load.load(path, spec.id)
     if bad:
-        return {"error": f"{bad.title}: {bad.evidence}"}
+        return {"error": _say("unusable", title=bad.title, evidence=bad.evidence)}
     target, bad = spec.resolve(module)
     if bad:
-        return {"error": f"{bad.title}: {bad.evidence}"}
+        return {"error": _say("unusable", title=bad.title, evidence=bad.evidence)}
     gen = torch.Generator().manual_seed(seed)
     setup = SETUPS[exercise](spec, gen)
     calls = []
@@ -70,7 +76,7 @@ def run(path: Path, exercise: str, seed: int) -> dict:
             with Tracer(path, spec.forbidden, record=_recorder(ops, vars(module))), torch.no_grad():
                 call()
         except Exception as e:  # noqa: BLE001 - user code; it passed the checker, so this is rare
-            return {"error": f"your code raised {load.describe(e)} on {setup.given}"}
+            return {"error": _say("raised", error=load.describe(e), given=setup.given)}
         calls.append({"what": what, "ops": ops[-MAX_OPS:]})
     label = " ".join(f"{k}={v}" for k, v in setup.symbols.items())
     return {"exercise": exercise, "case": label, "given": setup.given, "symbols": setup.symbols, "calls": calls}
@@ -142,7 +148,7 @@ def _module(spec, case: Case):
 def softmax(spec, gen) -> Setup:
     sizes = {"B": 2, "H": 3, "Tq": 5, "Tk": 7}
     case = Case("", {"x": _randn(gen, 2, 3, 5, 7)}, {"dim": -1, "shape": (2, 3, 5, 7)})
-    return Setup(sizes, "x: scores (B, H, Tq, Tk), dim=-1", [("softmax(x, dim=-1)", _function(spec, case))])
+    return Setup(sizes, _say("given_softmax"), [("softmax(x, dim=-1)", _function(spec, case))])
 
 
 def sdpa(spec, gen) -> Setup:
@@ -175,7 +181,7 @@ def mha(spec, gen) -> Setup:
     case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D}, config,
                 random_params(gen, spec.layer_shapes(config), True))
     return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D},
-                 "query (B, Tq, D), key and value (B, Tk, D), mask (B, Tq, Tk)",
+                 _say("given_mha"),
                  [("forward(query, key, value, mask)", _module(spec, case))])
 
 
@@ -215,7 +221,7 @@ def kv_cache(spec, gen) -> Setup:
     dims = {"B": B, "H": H, "Hkv": Hkv, "d": d, "D": D, "T": T_new, "T_past": T_past, "steps": (T_new,)}
     case = Case("", inputs, dims, config, random_params(gen, spec.layer_shapes(config), False))
     return Setup({"B": B, "H": H, "Hkv": Hkv, "d": d, "D": D, "T_past": T_past, "T_new": T_new},
-                 "x (B, T_new, D), cache (k, v) each (B, Hkv, T_past, d)",
+                 _say("given_kv_cache"),
                  [("forward(x, cache)", _module(spec, case))])
 
 
@@ -227,7 +233,7 @@ def flash(spec, gen) -> Setup:
         # called directly: the checker's memory watch is for judging, and this file has passed
         return lambda: target(q.clone(), k.clone(), v.clone(), causal=True, block_size=block)
     return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "block_size": block},
-                 "q (B, H, Tq, d), k and v (B, H, Tk, d), causal=True, block_size",
+                 _say("given_flash"),
                  [("flash_attention(q, k, v, causal=True, block_size)", prepare)])
 
 
@@ -237,7 +243,7 @@ def sliding_window(spec, gen) -> Setup:
               "sinks": _randn(gen, H)}
     case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "window": window})
     return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "window": window},
-                 "q (B, H, Tq, d), k and v (B, H, Tk, d), window, sinks (H,)",
+                 _say("given_sliding_window"),
                  [("sliding_window_attention(q, k, v, window, sinks)", _function(spec, case))])
 
 
@@ -258,7 +264,7 @@ def alibi(spec, gen) -> Setup:
     B, H, Tq, Tk, d = 2, 6, 5, 9, 8  # 6 heads: the slopes' rule for a count that is not a power of 2 runs
     inputs = {"q": _randn(gen, B, H, Tq, d), "k": _randn(gen, B, H, Tk, d), "v": _randn(gen, B, H, Tk, d)}
     case = Case("", inputs, {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "causal": True})
-    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d}, "q (B, H, Tq, d), k and v (B, H, Tk, d), causal=True",
+    return Setup({"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d}, _say("given_alibi"),
                  [("alibi_attention(q, k, v, causal=True)", _function(spec, case))])
 
 
@@ -289,7 +295,7 @@ def paged_attention(spec, gen) -> Setup:
     return Setup({"B": dims["B"], "H": dims["H"], "Hkv": dims["Hkv"], "d": dims["d"],
                   "block_size": dims["block_size"], "num_blocks": dims["num_blocks"],
                   "max_blocks": dims["max_blocks"], "T": dims["Tk"]},
-                 "q (B, H, d), k_cache and v_cache (num_blocks, block_size, Hkv, d), block_table, lengths",
+                 _say("given_paged_attention"),
                  [("paged_attention(q, k_cache, v_cache, block_table, lengths)", _function(spec, case))])
 
 
@@ -305,7 +311,7 @@ def mla(spec, gen) -> Setup:
     case = Case("", inputs, dims, config, mla_params(gen, config))
     return Setup({"B": B, "H": H, "T_past": T_past, "T_new": T_new, "kv_rank": r, "d_nope": dn, "d_rope": dr,
                   "d_v": dv, "d": dn + dr, "D": D},
-                 "x (B, T_new, D), cache (c_kv, k_pe) of T_past tokens",
+                 _say("given_mla"),
                  [("forward(x, cache)", _module(spec, case))])
 
 
@@ -325,7 +331,7 @@ def mha_dims(spec, gen) -> Setup:
               "mask": random_mask(gen, B, Tq, Tk)}
     sizes = {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "dim": dim, "dk": dk, "dv": dv}
     case = Case("", inputs, dict(sizes, d=dk, D=dim), config, random_params(gen, spec.layer_shapes(config), True))
-    return Setup(sizes, "query (B, Tq, dim), key and value (B, Tk, dim), mask (B, Tq, Tk)",
+    return Setup(sizes, _say("given_mha_dims"),
                  [("forward(query, key, value, mask)", _module(spec, case))])
 
 
@@ -345,7 +351,7 @@ def encoder_layer(spec, gen) -> Setup:
     config = {"d_model": 35, "num_heads": 5, "d_ff": 11, "norm_first": False}
     inputs = {"x": _randn(gen, 4, 6, 35), "mask": random_mask(gen, 4, 6, 6)}
     case = Case("", inputs, dict(sizes, Tq=6, Tk=6), config, layer_params(gen, spec.attns, 35, 11, spec.norms))
-    return Setup(sizes, "x (B, T, D), mask (B, T, T), post-LN", [("forward(x, mask)", _module(spec, case))])
+    return Setup(sizes, _say("given_encoder_layer"), [("forward(x, mask)", _module(spec, case))])
 
 
 def decoder_layer(spec, gen) -> Setup:
@@ -354,7 +360,7 @@ def decoder_layer(spec, gen) -> Setup:
     inputs = {"x": _randn(gen, 4, 6, 35), "memory": _randn(gen, 4, 8, 35),
               "tgt_mask": self_visible(random_mask(gen, 4, 6, 6)), "memory_mask": random_mask(gen, 4, 6, 8)}
     case = Case("", inputs, sizes, config, layer_params(gen, spec.attns, 35, 11, spec.norms))
-    return Setup(sizes, "x (B, Tq, D), memory (B, Tk, D), tgt_mask (B, Tq, Tq), memory_mask (B, Tq, Tk), post-LN",
+    return Setup(sizes, _say("given_decoder_layer"),
                  [("forward(x, memory, tgt_mask, memory_mask)", _module(spec, case))])
 
 

@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import audit
 from attn_drill.judge.compare import raw_bytes
 
 _MODULE_NAME = re.compile(r"attn_drill(\.[A-Za-z_]\w*)*")
+
+
+def _say(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [forgery])."""
+    return t(f"evidence.core.forgery.{key}", **params)
 
 
 def is_checker_module(name) -> bool:
@@ -65,8 +71,8 @@ def checker_names(module) -> str | None:
         else:
             owner = type(value).__module__
         if is_checker_module(owner):
-            return f"`{name}` is the module {owner}" if isinstance(value, module_type) else \
-                f"`{name}` comes from {_where(owner)}"
+            return _say("is_module", name=name, owner=owner) if isinstance(value, module_type) else \
+                _say("comes_from", name=name, where=_where(owner))
     return None
 
 
@@ -81,11 +87,12 @@ def provenance(target) -> str | None:
             if isinstance(obj, type):
                 for base in obj.__mro__:
                     if is_checker_module(base.__module__):
-                        how = "is" if base is obj else f"derives from {base.__qualname__}, which is"
-                        return f"`{name}` {how} the checker's own class ({_where(base.__module__)})"
+                        if base is obj:
+                            return _say("own_class", name=name, where=_where(base.__module__))
+                        return _say("derived_class", name=name, base=base.__qualname__, where=_where(base.__module__))
                 break
             if is_checker_module(getattr(obj, "__module__", None)) and callable(obj):
-                return f"`{name}` is the checker's own function ({_where(obj.__module__)})"
+                return _say("own_function", name=name, where=_where(obj.__module__))
             obj = getattr(obj, "func", None) or getattr(obj, "__func__", None) or getattr(obj, "__wrapped__", None)
     return None
 
@@ -98,9 +105,21 @@ def _where(module: str) -> str:
 def reached(hits: list, label: str = "") -> findings.Finding:
     """The checker-reached finding for the first recorded hit."""
     _, what, line = hits[0]
-    where = f" at your line {line}" if line else ""
-    during = f" ({label})" if label else ""
-    return findings.make("checker-reached", f"your code {what}{where}{during}", line=line, score=2.0)
+    what = worded(what)
+    where = _say("at_line", line=line) if line else ""
+    during = _say("during", label=label) if label else ""
+    return findings.make("checker-reached", _say("reached", what=what, where=where, during=during), line=line,
+                         score=2.0)
+
+
+def worded(what: str) -> str:
+    """What a hit says the user's code did, in the language in use: the audit hook says it in English and keeps
+    the words for it (audit.WORDS); any other hit's words (the tracer's) are as they came."""
+    try:
+        key, params = audit.WORDS[what]
+        return t(key, **params)
+    except Exception:  # noqa: BLE001 - no words kept for it (the tracer's), or words the user's code spoilt
+        return what
 
 
 def take_hits(slug: str | None = None) -> tuple[list, list]:
@@ -138,30 +157,30 @@ class Ledger:
             self.spans.append(_Span(span[0], span[1], key, what, tensor))
 
     def checker(self, tensors, what: str) -> None:
-        for t in tensors:
-            if isinstance(t, torch.Tensor):
-                self.add(t, None, what)
+        for x in tensors:
+            if isinstance(x, torch.Tensor):
+                self.add(x, None, what)
 
     def call(self, outcome, names) -> findings.Finding | None:
         """Check the outcome's outputs against what came before, then remember its inputs and outputs."""
         key = call_key(outcome)
         label = outcome.case.label
         found = None
-        for name, t in zip(names, outcome.outputs or ()):
-            span = _span(t)
+        for name, x in zip(names, outcome.outputs or ()):
+            span = _span(x)
             if span is None or found:
                 continue
             for s in self.spans:
                 if s.start < span[1] and span[0] < s.end and (s.key is None or (s.key != key and not self.cache_ok)):
                     found = findings.make(
-                        "output-reused", f"{name} returned for {label}{_dtype(outcome)} shares its memory with "
-                        f"{s.what}: it was not computed for this call", score=2.0)
+                        "output-reused", _say("shares", name=name, case=label, how=_dtype(outcome), other=s.what),
+                        score=2.0)
                     break
-        for n, t in outcome.inputs.items():
-            if isinstance(t, torch.Tensor):
-                self.add(t, key, f"the {n} your code was given for {label}{_dtype(outcome)}")
-        for name, t in zip(names, outcome.outputs or ()):
-            self.add(t, key, f"the {name} your code returned for {label}{_dtype(outcome)}")
+        for n, x in outcome.inputs.items():
+            if isinstance(x, torch.Tensor):
+                self.add(x, key, _say("given", name=n, case=label, how=_dtype(outcome)))
+        for name, x in zip(names, outcome.outputs or ()):
+            self.add(x, key, _say("returned", name=name, case=label, how=_dtype(outcome)))
         return found
 
 
@@ -170,8 +189,8 @@ def _dtype(outcome) -> str:
     device = getattr(outcome, "device", "cpu")
     parts = [] if dtype == torch.float64 else [str(dtype).replace("torch.", "")]
     if str(device) != "cpu":
-        parts.append(f"on {device}")
-    return f" ({', '.join(parts)})" if parts else ""
+        parts.append(_say("on", device=device))
+    return _say("how", how=_say("sep").join(parts)) if parts else ""
 
 
 def _span(t) -> tuple[int, int] | None:
@@ -188,13 +207,13 @@ def _span(t) -> tuple[int, int] | None:
 def call_key(outcome):
     """The call's arguments by value: equal keys, equal inputs."""
     parts = [repr(sorted(outcome.case.config.items()))]
-    for n, t in sorted(outcome.inputs.items()):
-        if isinstance(t, torch.Tensor):
-            if t.device.type == "meta":
-                parts.append((n, "meta", str(t.dtype), tuple(t.shape)))
+    for n, x in sorted(outcome.inputs.items()):
+        if isinstance(x, torch.Tensor):
+            if x.device.type == "meta":
+                parts.append((n, "meta", str(x.dtype), tuple(x.shape)))
             else:
-                raw = raw_bytes(t)
-                parts.append((n, str(t.dtype), tuple(t.shape), raw))
+                raw = raw_bytes(x)
+                parts.append((n, str(x.dtype), tuple(x.shape), raw))
         else:
-            parts.append((n, repr(t)))
+            parts.append((n, repr(x)))
     return tuple(parts)

@@ -14,7 +14,13 @@ import traceback
 from pathlib import Path
 
 from attn_drill import findings, limits
+from attn_drill.i18n import t
 from attn_drill.report import Finding
+
+
+def _say(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [load])."""
+    return t(f"evidence.core.load.{key}", **params)
 
 
 def parse(path: Path, tag: str) -> Finding | None:
@@ -32,11 +38,10 @@ def compiled(source: str, path: Path, tag: str):
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:  # the last two: absurdly nested code
         if "\0" in source:  # Python says "cannot contain null bytes" with no line: find it
             line, where = _where_byte(source.encode("utf-8"), b"\0")
-            return None, findings.make("syntax-error", f"the file contains a NUL byte{where}, which Python does not "
-                                       "accept anywhere (pasted from a binary file?)", line=line, score=1.0)
+            return None, findings.make("syntax-error", _say("nul_byte", where=where), line=line, score=1.0)
         if isinstance(e, SyntaxError):
             return None, syntax_finding(e)
-        return None, findings.make("syntax-error", f"Python cannot parse it: {describe(e)}", score=1.0)
+        return None, findings.make("syntax-error", _say("cannot_parse", error=describe(e)), score=1.0)
     if not tree.body:
         return None, _nothing_defined(source, tag)
     return code, None
@@ -51,7 +56,7 @@ def load(path: Path, tag: str, read: dict | None = None) -> tuple[object | None,
     try:
         raw = path.read_bytes()
     except OSError as e:  # gone or unreadable since the command looked at it
-        return None, findings.make("syntax-error", f"the file cannot be read: {describe(e)}", score=1.0)
+        return None, findings.make("syntax-error", _say("unreadable", error=describe(e)), score=1.0)
     if read is not None:
         read["digest"] = hashlib.sha256(raw).hexdigest()[:16]
     source, bad = decoded(path, raw)
@@ -68,7 +73,7 @@ def load(path: Path, tag: str, read: dict | None = None) -> tuple[object | None,
     try:
         exec(code, module.__dict__)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, SystemExit included
-        return None, exception_finding(e, path, "while importing the file")
+        return None, exception_finding(e, path, _say("while_importing"))
     return module, None
 
 
@@ -79,7 +84,7 @@ def read_source(path: Path) -> tuple[str | None, Finding | None]:
     try:
         raw = path.read_bytes()
     except OSError as e:  # gone or unreadable since the command looked at it
-        return None, findings.make("syntax-error", f"the file cannot be read: {describe(e)}", score=1.0)
+        return None, findings.make("syntax-error", _say("unreadable", error=describe(e)), score=1.0)
     return decoded(path, raw)
 
 
@@ -96,41 +101,40 @@ def decoded(path: Path, raw: bytes) -> tuple[str | None, Finding | None]:
     except UnicodeDecodeError as e:
         return None, not_utf8(path, raw, e.start)
     except LookupError:  # a coding line naming an encoding Python does not know
-        return None, findings.make("syntax-error", f"the file's coding line names an unknown encoding, {encoding!r}",
-                                   line=1, score=1.0)
+        return None, findings.make("syntax-error", _say("unknown_encoding", encoding=repr(encoding)), line=1,
+                                   score=1.0)
 
 
 def not_utf8(path: Path, raw: bytes, pos: int) -> Finding:
     name, codec = guess_encoding(raw)
     line, column = _line_column(raw, pos)
-    what = "it starts with a byte-order mark" if pos == 0 else f"byte 0x{raw[pos]:02x} at line {line}, column {column}"
+    what = _say("bom") if pos == 0 else _say("byte_at", byte=f"0x{raw[pos]:02x}", line=line, column=column)
     resave = (f"python -c \"import pathlib; p = pathlib.Path(r'{path}'); "
               f"p.write_text(p.read_text(encoding='{codec}'), encoding='utf-8')\"")
-    evidence = (f"the file is not UTF-8 ({what}): it looks like {name}. Re-save it as UTF-8 (in most editors: "
-                f"Save with Encoding, UTF-8), or convert it with:\n    {resave}")
+    evidence = _say("not_utf8", what=what, name=name, resave=resave)
     return findings.make("syntax-error", evidence, line=line, score=1.0)
 
 
 def guess_encoding(raw: bytes) -> tuple[str, str]:
     """(how to say it, the codec that reads it) for bytes that are not UTF-8."""
     if raw.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
-        return "UTF-32 (it starts with a UTF-32 byte-order mark)", "utf-32"
+        return _say("utf32_bom"), "utf-32"
     if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "UTF-16 (it starts with a UTF-16 byte-order mark; Windows editors call it 'Unicode')", "utf-16"
+        return _say("utf16_bom"), "utf-16"
     if raw and raw.count(0) >= len(raw) // 4:
         le = raw[1::2].count(0) > raw[::2].count(0)
-        return "UTF-16 without a byte-order mark", "utf-16-le" if le else "utf-16-be"
+        return _say("utf16_no_bom"), "utf-16-le" if le else "utf-16-be"
     try:
         raw.decode("cp1252")
-        return "Windows-1252 (Latin-1 with curly quotes, a Windows editor's default)", "cp1252"
+        return _say("cp1252"), "cp1252"
     except UnicodeDecodeError:
-        return "Latin-1 (ISO-8859-1) or another 8-bit encoding", "latin-1"
+        return _say("latin1"), "latin-1"
 
 
 def syntax_finding(e: SyntaxError) -> Finding:
-    where = f"line {e.lineno}, column {e.offset}" if e.lineno and e.offset else (
-        f"line {e.lineno}" if e.lineno else "somewhere in the file")
-    evidence = f"{type(e).__name__}: {e.msg} at {where}" + _pointed(e)
+    where = _say("line_column", line=e.lineno, column=e.offset) if e.lineno and e.offset else (
+        _say("line", line=e.lineno) if e.lineno else _say("somewhere"))
+    evidence = _say("syntax", type=type(e).__name__, msg=e.msg, where=where) + _pointed(e)
     return findings.make("syntax-error", evidence, line=e.lineno, score=1.0)
 
 
@@ -168,19 +172,23 @@ def _where_byte(raw: bytes, byte: bytes) -> tuple[int | None, str]:
     if pos < 0:
         return None, ""
     line, column = _line_column(raw, pos)
-    return line, f" (line {line}, column {column})"
+    return line, _say("at_line_column", line=line, column=column)
 
 
 def _line_column(raw: bytes, pos: int) -> tuple[int, int]:
     return raw.count(b"\n", 0, pos) + 1, pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
 
 
+_NO_NAME = object()
+
+
 def _nothing_defined(source: str, tag: str) -> Finding:
     from attn_drill.judge.specs import SPECS  # here: the specs import torch-heavy modules
 
-    name = getattr(SPECS.get(tag), "name", "the exercise's code")
-    what = "empty" if not source.strip() else "only comments: it has no code yet"
-    return findings.make("missing-name", f"the file is {what}, so nothing in it defines {name}", score=1.0, name=name)
+    name = getattr(SPECS.get(tag), "name", _NO_NAME)
+    name = _say("exercise_code") if name is _NO_NAME else name
+    said = _say("empty", name=name) if not source.strip() else _say("only_comments", name=name)
+    return findings.make("missing-name", said, score=1.0, name=name)
 
 
 # --- exceptions ------------------------------------------------------------------------------------------
@@ -200,39 +208,38 @@ def describe(exc: BaseException) -> str:
     try:
         msg = str(exc).strip().splitlines()
     except BaseException:  # noqa: BLE001 - a user's exception whose __str__ itself raises
-        msg = ["(its message cannot be shown: turning it into text raised another exception)"]
+        msg = [_say("unprintable")]
     first = msg[0] if msg else ""
     if len(first) > 300:
         first = first[:300] + "..."
     text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     why = reason(exc, first)
-    return f"{text} ({why})" if why else text
+    return _say("described", error=text, why=why) if why else text
 
 
 def reason(exc: BaseException, message: str) -> str:
     """Why an exception happened, in words, when the type alone does not say it."""
     if isinstance(exc, SystemExit):
-        return f"your code called sys.exit({exc.code!r}); a checked file must not end the program"
+        return _say("sys_exit", code=repr(exc.code))
     if isinstance(exc, KeyboardInterrupt):
-        return "raised by your code, or by a SIGINT it sent itself; nobody pressed Ctrl-C"
+        return _say("keyboard_interrupt")
     if isinstance(exc, RecursionError):
-        return "a function that calls itself with no way out"
+        return _say("recursion")
     if isinstance(exc, MemoryError) or "can't allocate memory" in message:
-        return f"ran out of memory: the check allows your code {limits.MEMORY_CAP_GIB} GiB"
+        return _say("memory", gib=limits.MEMORY_CAP_GIB)
     if isinstance(exc, EOFError):
-        return "your code reads from stdin (input()), and a check has no keyboard: its stdin is closed"
+        return _say("stdin")
     if isinstance(exc, OSError) and exc.errno == 27:  # EFBIG: the file-size cap on the output
-        return f"your code printed more than {limits.OUTPUT_CAP >> 20} MiB"
+        return _say("printed_too_much", mib=limits.OUTPUT_CAP >> 20)
     return ""
 
 
 def exception_finding(exc: BaseException, path: Path, when: str, score: float = 1.0) -> Finding:
     line, text = user_line(exc, path)
-    where = f"\n    your line {line}: {text}" if line else ""
+    where = "\n    " + _say("your_line", line=line, text=text) if line else ""
     if isinstance(exc, PermissionError) and exc.errno == 1 and _walled():  # EPERM: the sandbox said no
-        where += ("\n    (the checker runs your code alone: it may not start processes, change permissions, "
-                  "or leave sockets and shared memory behind)")
-    return findings.make("exception", f"{describe(exc)} {when}{where}", line=line,
+        where += "\n    " + _say("sandboxed")
+    return findings.make("exception", _say("exception", error=describe(exc), when=when, where=where), line=line,
                          score=score, type=type(exc).__name__)
 
 

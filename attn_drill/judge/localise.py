@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.trace import Tracer
 
 MAX_OPS = 3000  # per run: a loop over many blocks keeps its first ones (enough to find a departure)
@@ -41,6 +42,11 @@ LINEAR = {"linear", "addmm"}
 STRUCTURE = {"projection", "output projection", "scores", "weighted sum", "head split", "merge"}
 
 
+def _say(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [localise])."""
+    return t(f"evidence.core.localise.{key}", **params)
+
+
 @dataclass
 class Op:
     line: int | None
@@ -52,6 +58,7 @@ class Op:
     kind: str = ""  # reference only: projection | head split | scores | scale | mask | softmax | ...
     aux: bool = False  # reference only: a boolean helper (a mask derived from the input mask), not a step
     free: bool = False  # made from no data: only from shapes and constants (arange, the RoPE frequencies)
+    var: str = ""  # reference only: the variable its line assigns ("return" for a return statement)
 
 
 @dataclass
@@ -64,8 +71,9 @@ class Departure:
     params: dict = field(default_factory=dict)  # the relation's numbers, for the finding's wording (a fill value)
 
     def said(self) -> str:
-        at = f" at your line {self.line}" if self.line else ""
-        return f"your computation departs from the reference at {self.step}{at}: {self.how}"
+        if self.line:
+            return _say("departs_at_line", step=self.step, line=self.line, how=self.how)
+        return _say("departs", step=self.step, how=self.how)
 
 
 class Recorder:
@@ -84,15 +92,15 @@ class Recorder:
         if not inplace and args and isinstance(args[0], torch.Tensor) and out is args[0]:
             return  # x.to(x.dtype), x.contiguous(): the same tensor handed back is no new step
         read = list(_tensors((args, kwargs)))
-        parents = tuple(sorted({self.made[id(t)] for t in read if id(t) in self.made}))
+        parents = tuple(sorted({self.made[id(x)] for x in read if id(x) in self.made}))
         # no input, weight or cache read, and only from tensors made that way
-        free = all(id(t) in self.made for t in read) and all(self.ops[p].free for p in parents)
-        for t in _tensors(out):
-            if t.is_floating_point() or t.dtype == torch.bool:
-                self.alive.append(t)  # held, so that no later tensor gets its id
-                self.made[id(t)] = len(self.ops)
-                self.ops.append(Op(line, name, t.detach().to("cpu", torch.float64, copy=True), parents,
-                                   boolean=t.dtype == torch.bool, free=free))
+        free = all(id(x) in self.made for x in read) and all(self.ops[p].free for p in parents)
+        for x in _tensors(out):
+            if x.is_floating_point() or x.dtype == torch.bool:
+                self.alive.append(x)  # held, so that no later tensor gets its id
+                self.made[id(x)] = len(self.ops)
+                self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
+                                   boolean=x.dtype == torch.bool, free=free))
 
 
 def record(path: Path, call, skip: set[int] = frozenset()) -> list[Op]:
@@ -145,6 +153,7 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None)
         renamable = raw not in STRUCTURE or arranged[-1]
         op.kind = (names or {}).get(var, raw) if renamable else raw
         op.aux = boolish[-1]
+        op.var = var
         op.label = _said(op.kind, var)
 
 
@@ -167,16 +176,34 @@ def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool) -> str:
     return "step"
 
 
+WHAT = {"projection": "the projection", "output projection": "the output projection", "scores": "the scores",
+        "weighted sum": "the weighted sum of the values", "softmax": "the softmax", "scale": "the scale",
+        "mask": "the mask", "head split": "the head split", "merge": "the merge of the heads",
+        "kv repeat": "the repeat of the kv heads"}
+
+
 def _said(kind: str, var: str) -> str:
-    what = {"projection": "the projection", "output projection": "the output projection", "scores": "the scores",
-            "weighted sum": "the weighted sum of the values", "softmax": "the softmax", "scale": "the scale",
-            "mask": "the mask", "head split": "the head split", "merge": "the merge of the heads",
-            "kv repeat": "the repeat of the kv heads"}.get(kind)
+    """The step's label, in English: what tells steps apart (Op.label). `step_words` says it to the user."""
+    what = WHAT.get(kind)
     if what is None:
         what = f"the {kind}" if kind != "step" else "the step"
     if var == "return":
         return what + " returned"
     return what + (f" (`{var}`)" if var and var not in what else "")
+
+
+def step_words(kind: str, var: str, bare: bool = False) -> str:
+    """The step `_said` labels, in the language in use ("the scale (`s`)"); `bare` without the article ("scale
+    (`s`)", as after "the reference's"). A kind the catalogue lacks (a spec's own) is said as it is."""
+    try:
+        what = _say(f"step.{kind.replace(' ', '_')}")
+    except KeyError:
+        what = kind
+    said = what if bare else _say("the", what=what)
+    if var == "return":
+        return _say("returned", what=said)
+    english = WHAT.get(kind) or (f"the {kind}" if kind != "step" else "the step")  # as _said decides
+    return _say("named", what=said, var=var) if var and var not in english else said
 
 
 def assigned(source: str) -> dict[int, str]:
@@ -225,15 +252,16 @@ def distance(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def layouts(u: torch.Tensor, shape: torch.Size):
-    """u seen in `shape`: as it is, with its axes permuted, reshaped in order; (view, how it was laid out)."""
+    """u seen in `shape`: as it is, with its axes permuted, reshaped in order; (view, how it was laid out: None
+    as it is, else the key of its words and u's shape, worded by `explain` for the one it reports)."""
     if u.shape == shape:
-        yield u, ""
+        yield u, None
     if u.dim() == len(shape) and u.dim() <= 5 and sorted(u.shape) == sorted(shape):
         for perm in itertools.permutations(range(u.dim())):
             if perm != tuple(range(u.dim())) and tuple(u.shape[p] for p in perm) == tuple(shape):
-                yield u.permute(perm), f"laid out as {tuple(u.shape)}"
+                yield u.permute(perm), ("laid_out", tuple(u.shape))
     if u.numel() == shape.numel() and u.shape != shape:
-        yield u.reshape(shape), f"shaped {tuple(u.shape)}"
+        yield u.reshape(shape), ("shaped", tuple(u.shape))
 
 
 def signature(t: torch.Tensor) -> torch.Tensor:
@@ -346,11 +374,10 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
     if best is None:
         # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's
         line = next((u.line for u in user[after + 1:]), None) if sources else None
-        return Departure(r.label, r.kind, line, f"none of your tensors from there on holds the reference's "
-                                                f"{r.out.numel()} numbers {tuple(r.out.shape)}", "absent")
+        return Departure(r.label, r.kind, line, _say("absent", n=r.out.numel(), shape=tuple(r.out.shape)), "absent")
     j, code, how, laid, params, skipped = best
     if laid and code != "arranged":
-        how += f" ({laid})"
+        how = _say("laid", how=how, laid=_say(laid[0], shape=laid[1]))
     # a step left out is stood for by the tensor it starts from, which is right: its line is where the step belonged
     # only when the model answer computes both on one line (a scale dropped from `s = q @ k^T * scale`)
     beside = any(hits[p] == j and ref[p].line == r.line for p in r.parents)
@@ -397,17 +424,16 @@ def filled(u: torch.Tensor, r: Op, ref: list[Op]) -> tuple[str, str, dict] | Non
                    and bool(torch.isfinite(ref[p].out[hid]).all())), None)
     if scores is not None and distance(kept, scores[hid]) <= SAME:
         n = int(hid.sum())
-        return "shows", f"yours shows the {n} scores the reference hides, as they are", {}
+        return "shows", _say("shows_as_they_are", n=n), {}
     if constant(kept):
         value = float(kept[0])
-        return "filled", f"yours fills the hidden scores with {value:g}, not -inf: hidden keys keep weight", \
-            {"value": f"{value:g}"}
+        return "filled", _say("fills", value=value), {"value": f"{value:g}"}
     if scores is not None:
         shift = kept - scores[hid]
         if constant(shift):
             c = float(shift[0])
-            return "filled", (f"yours adds {c:g} to the hidden scores instead of hiding them with -inf: hidden keys "
-                              "keep weight"), {"value": f"their score {'+' if c >= 0 else '-'} {abs(c):g}"}
+            return "filled", _say("adds", c=c), {"value": _say("their_score", sign='+' if c >= 0 else '-',
+                                                               c=abs(c))}
     return None
 
 
@@ -423,8 +449,7 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
             u.masked_fill(~finite, 0.0), want.masked_fill(~finite, 0.0)) <= SAME:
         vals = sorted({round(float(v), 4) for v in u[~finite].flatten()[:50]})
         shown = ", ".join(f"{v:g}" for v in vals[:3])
-        return "kept-finite", (f"yours keeps finite values ({shown}) where the reference has -inf: hidden keys keep "
-                               "weight")
+        return "kept-finite", _say("kept_finite", shown=shown)
     if r.kind == "mask" or bool((want <= HIDDEN).any()):
         said = hiding(u, want)
         if said:
@@ -434,23 +459,23 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
     if ww.numel() and float(ww.norm()) > 0:
         c = float((uu * ww).sum() / (ww * ww).sum())
         if abs(c - 1) > 1e-6 and c != 0 and distance(uu, c * ww) <= SAME:
-            return "factor", f"yours is the reference's times {c:.4g} (1/{1 / c:.4g})"
+            return "factor", _say("factor", c=c, inverse=1 / c)
     for k, other in enumerate(ref):
         if k != i and other.label != r.label and other.out.shape == want.shape and informative(other.out) and \
                 distance(u, other.out) <= SAME:
-            return "other-step", f"yours holds the numbers of the reference's {other.label.removeprefix('the ')}"
+            return "other-step", _say("other_step", step=step_words(other.kind, other.var, bare=True))
     if r.kind == "softmax":
         said = normalised_over(u, r, ref)
         if said:
             return "other-rows", said
     if u.numel() and distance(u.flatten().sort().values, want.flatten().sort().values) <= SAME:
-        return "arranged", "yours holds the right numbers in another arrangement"
+        return "arranged", _say("arranged")
     return "differs", _differs(u, want)
 
 
 def _differs(u: torch.Tensor, want: torch.Tensor) -> str:
     d = (u - want).abs().nan_to_num(float("inf"))
-    return f"yours differs by up to {float(d.max()):.3g} (relative L2 {distance(u, want):.2g})"
+    return _say("differs", up_to=float(d.max()), l2=distance(u, want))
 
 
 def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
@@ -458,11 +483,11 @@ def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
     rows of keys: a softmax over another axis, over the whole tensor, or over rows a reshape cut across the
     scores. Read off the numbers: within a group, log(u) - score is the same (minus the group's logsumexp)."""
     if abs(float(u.sum()) - 1) <= 1e-6:
-        return "yours sums to 1 over the whole tensor, not over each query's keys"
+        return _say("sums_whole")
     for dim in range(u.dim() - 1):
         sums = u.sum(dim)
         if distance(sums, torch.ones_like(sums)) <= SAME:
-            return f"yours sums to 1 over axis {dim}, not over the keys (the last axis)"
+            return _say("sums_axis", dim=dim)
     scores = next((ref[p].out for p in r.parents if ref[p].out.shape == u.shape), None)
     if scores is None or r.name not in ("softmax", "_softmax"):
         return None
@@ -478,14 +503,13 @@ def normalised_over(u: torch.Tensor, r: Op, ref: list[Op]) -> str | None:
     if all(len(set(rows[label == g].tolist())) == 1 for g in range(min(len(groups), 64))):
         return None  # each group lies inside one row of keys: the softmax is over the right axis
     size = int(torch.bincount(label).max())
-    return (f"yours sums to 1 over groups of up to {size} scores that cut across the rows of keys (a softmax over "
-            f"rows a reshape made), not over each query's keys")
+    return _say("sums_groups", size=size)
 
 
 def hiding(u: torch.Tensor, want: torch.Tensor) -> tuple[str, str] | None:
     """Which entries the user's scores hide (-inf or any score low enough), against the reference's."""
     if bool(torch.isnan(u).any()) or bool((u == float("inf")).any()):
-        return "nan", "yours holds NaN or +inf where the reference has finite scores or -inf"
+        return "nan", _say("nan")
     hid_u, hid_r = u <= HIDDEN, want <= HIDDEN
     extra, missed = int((hid_u & ~hid_r).sum()), int((hid_r & ~hid_u).sum())
     if not extra and not missed:
@@ -493,13 +517,13 @@ def hiding(u: torch.Tensor, want: torch.Tensor) -> tuple[str, str] | None:
     if missed == int(hid_r.sum()) and not extra and distance(u.masked_fill(hid_r, 0.0),
                                                                want.masked_fill(hid_r, 0.0)) <= SAME:
         return None  # every hidden score kept finite, the rest right: only the fill differs (said by _relation)
-    parts = [f"shows {missed} of the {int(hid_r.sum())} scores the reference hides"] if missed else []
-    parts += [f"hides {extra} scores the reference shows"] if extra else []
+    shows = _say("shows", missed=missed, hidden=int(hid_r.sum())) if missed else ""
+    hides = _say("hides", extra=extra) if extra else ""
+    said = _say("shows_and_hides", shows=shows, hides=hides) if extra and missed else _say("yours", what=shows or hides)
     if extra and missed and bool((hid_u.sum(-1) == hid_r.sum(-1)).all()):
-        return "moved", ("yours " + " and ".join(parts) + ": each query hides as many keys as the reference's, "
-                         "but other ones (positions counted from another origin, or in another order)")
+        return "moved", _say("moved", said=said)
     code = "hides-and-shows" if extra and missed else ("shows" if missed else "hides")
-    return code, "yours " + " and ".join(parts)
+    return code, said
 
 
 def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | None:
@@ -517,5 +541,5 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
             yours = assigned(path.read_text(encoding="utf-8")).get(gone.line, "") if gone.line else ""
         except (OSError, SyntaxError, ValueError):
             yours = ""
-        gone.step = _said(gone.kind, yours)
+        gone.step = step_words(gone.kind, yours)
     return gone

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from attn_drill.i18n import t
+
 
 @dataclass
 class Allocation:
@@ -40,9 +42,11 @@ class TensorTooLarge(RuntimeError):
 
     def __init__(self, alloc: Allocation, limit: int):
         self.alloc, self.limit = alloc, limit
-        super().__init__(f"the checker stopped your code: {alloc.op} made a {alloc.shape} tensor, {alloc.per_head} "
-                         f"entries per (batch, head); Tq * Tk = {limit} or more is not allowed (this exercise "
-                         f"never holds the whole score matrix)")
+        super().__init__(alloc, limit)
+
+    def __str__(self) -> str:  # worded when said (raised inside the user's code, it is said after the call)
+        a = self.alloc
+        return t("evidence.core.memory.too_large", op=a.op, shape=a.shape, per_head=a.per_head, limit=self.limit)
 
 
 class TooSlow(RuntimeError):
@@ -76,10 +80,10 @@ class Allocations(TorchDispatchMode):
         if self.deadline is not None and time.perf_counter() > self.deadline:
             self.late = True  # remembered: the code may catch the exception and carry on
             raise TooSlow("the measurement ran past its time limit")
-        given = {_key(t) for t in _tensors((args, kwargs))}
+        given = {_key(x) for x in _tensors((args, kwargs))}
         out = func(*args, **kwargs)
-        for t in _tensors(out):
-            self._see(func, t, given)
+        for x in _tensors(out):
+            self._see(func, x, given)
         return out
 
     def _see(self, func, t: torch.Tensor, given: set) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
+
 MASK_SLUGS = {"mask-inverted", "mask-ignored", "mask-after-softmax", "mask-head-broadcast", "softmax-wrong-dim",
               "mask-fill-zero"}
 
@@ -27,11 +29,19 @@ def heatmap(yours: torch.Tensor, expected: torch.Tensor, label: str) -> dict:
     y2, e2 = y.reshape(-1, *y.shape[-2:]), e.reshape(-1, *e.shape[-2:])
     worst = int(torch.nan_to_num((y2 - e2).abs(), nan=1.0).flatten(1).sum(1).argmax())
     index = torch.unravel_index(torch.tensor(worst), lead) if lead else ()
-    names = {1: ("batch",), 2: ("batch", "head")}.get(len(lead)) or tuple(f"dim {i}" for i in range(len(lead)))
-    where = ", ".join(f"{n} {int(i)}" for n, i in zip(names[-len(lead):], index)) if lead else ""
+    where = _where(len(lead), index)
 
     def rows(t):
         return [[round(float(v), 3) for v in row] for row in torch.nan_to_num(t, nan=-1.0)]
 
-    return {"title": f"weights{f' ({where})' if where else ''}: rows = queries, columns = keys",
-            "caption": label, "yours": rows(y2[worst]), "expected": rows(e2[worst])}
+    title = t("evidence.show.pictures.title_at", where=where) if where else t("evidence.show.pictures.title")
+    return {"title": title, "caption": label, "yours": rows(y2[worst]), "expected": rows(e2[worst])}
+
+
+def _where(n: int, index) -> str:
+    """The (batch, head) drawn, in words: "batch 0, head 2"; "dim 0 1, dim 1 0, dim 2 3" past two leading dims."""
+    if not n:
+        return ""
+    keys = {1: ("at_batch",), 2: ("at_batch", "at_head")}.get(n) or ("at_dim",) * n
+    return t("evidence.show.pictures.where_sep").join(
+        t(f"evidence.show.pictures.{key}", dim=d, i=int(i)) for d, (key, i) in enumerate(zip(keys, index)))

@@ -10,15 +10,28 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import unicodedata
 from pathlib import Path
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.compare import TOL, diff, where
 from attn_drill.judge.specs import SPECS
 from attn_drill.judge.specs.base import Case
 
 SHOWN = 5  # values of the mismatching row printed side by side (fits 80 columns)
+
+
+def _say(key: str, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/show.toml, [replay])."""
+    return t(f"evidence.show.replay.{key}", **params)
+
+
+def _ljust(text: str, width: int) -> str:
+    """`text` padded with spaces to `width` terminal columns (a Chinese character takes two)."""
+    cells = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return text + " " * (width - cells)
 
 
 def build_case(exercise: str, seed: int, index: int) -> Case:
@@ -30,14 +43,14 @@ def build_case(exercise: str, seed: int, index: int) -> Case:
 def describe(exercise: str, case: Case, index: int) -> None:
     """Print the case: its label, the sizes, each input's shape; for a module, how it is built."""
     spec = SPECS[exercise]
-    print(f"case {index + 1}: {case.label}")
-    print("sizes  " + ", ".join(f"{k}={v}" for k, v in case.dims.items() if isinstance(v, int)))
-    for name, t in case.inputs.items():
-        shown = "None" if t is None else f"{tuple(t.shape)} {str(t.dtype).replace('torch.', '')}"
-        print(f"input  {name}: {shown}")
+    print(_say("case", n=index + 1, label=case.label))
+    print(_say("sizes", sizes=", ".join(f"{k}={v}" for k, v in case.dims.items() if isinstance(v, int))))
+    for name, x in case.inputs.items():
+        shown = "None" if x is None else f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}"
+        print(_say("input", name=name, shown=shown))
     if case.config:
-        print(f"module {spec.constructor(case)}")
-        print("       with the model answer's weights, copied in by layer name")
+        print(_say("module", module=spec.constructor(case)))
+        print(_say("weights_copied"))
     sys.stdout.flush()  # before a traceback on stderr
 
 
@@ -56,14 +69,14 @@ def run_yours(exercise: str, path: Path, case: Case) -> tuple:
     spec = SPECS[exercise]
     target, bad = spec.resolve(load_file(path))
     if bad:
-        raise SystemExit(f"{bad.title}: {bad.evidence}")
+        raise SystemExit(_say("unusable", title=bad.title, evidence=bad.evidence))
     try:
         result = spec.call(target, case)[0]
     except Exception as e:  # noqa: BLE001 - your code may raise anything: show where, in your file
         _raised(e, Path(path))
     outputs = spec.unpack(result)
     if outputs is None:
-        raise SystemExit(f"your code returned {type(result).__name__}; expected {spec.expected_return()}")
+        raise SystemExit(_say("returned", type=type(result).__name__, expected=spec.expected_return()))
     return outputs
 
 
@@ -75,7 +88,7 @@ def _raised(e: BaseException, path: Path) -> None:
     folder = os.path.realpath(path.parent)
     frames = [f for f in traceback.extract_tb(e.__traceback__)
               if os.path.realpath(f.filename).startswith(folder + os.sep)]
-    print("your code raised (the traceback's lines in your files):", file=sys.stderr)
+    print(_say("raised"), file=sys.stderr)
     print("".join(traceback.format_list(frames)).rstrip("\n"), file=sys.stderr)
     print("".join(traceback.format_exception_only(type(e), e)).rstrip("\n"), file=sys.stderr)
     raise SystemExit(1)
@@ -92,19 +105,19 @@ def compare(exercise: str, yours: tuple, expected: tuple) -> int:
     spec, tol, status = SPECS[exercise], TOL[torch.float64], 0
     for name, got, want in zip(spec.outputs, yours, expected):
         if tuple(got.shape) != tuple(want.shape):
-            print(f"{name}: shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+            print(_say("shape", name=name, got=tuple(got.shape), want=tuple(want.shape)))
             status = 1
             continue
         d = diff(got, want, tol)
         if d.ok:
-            print(f"{name}: matches (max abs error {d.max_abs:.3g})")
+            print(_say("matches", name=name, max_abs=d.max_abs))
             continue
         status = 1
-        print(f"{name}: first differs at ({where(d.index, spec.axes[name])}):")
-        print(f"  yours {d.got:.6g}, expected {d.want:.6g}")
-        print(f"  max abs error {d.max_abs:.3g}; tolerance {tol.atol:g} + {tol.rtol:g}*|expected|")
+        print(_say("differs_at", name=name, where=where(d.index, spec.axes[name])))
+        print(_say("yours_expected", got=d.got, want=d.want))
+        print(_say("error_tolerance", max_abs=d.max_abs, atol=tol.atol, rtol=tol.rtol))
         _row(got, want, d.index)
-    print("the same" if status == 0 else "yours differs from the expected (see above)")
+    print(_say("same") if status == 0 else _say("differs"))
     return status
 
 
@@ -117,5 +130,5 @@ def _row(got: torch.Tensor, want: torch.Tensor, index: tuple) -> None:
     cols = slice(start, start + SHOWN)
     at = f"[{', '.join(map(str, lead))}, {start}:{start + len(range(*cols.indices(got.shape[-1])))}]"
     fmt = lambda t: " ".join(f"{float(v):9.4f}" for v in t[lead][cols].detach().double())  # noqa: E731
-    print(f"  {'yours':<9}{at}  {fmt(got)}")
-    print(f"  {'expected':<9}{at}  {fmt(want)}")
+    print(f"  {_ljust(_say('row_yours'), 9)}{at}  {fmt(got)}")
+    print(f"  {_ljust(_say('row_expected'), 9)}{at}  {fmt(want)}")

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge import audit, calls, load
 from attn_drill.judge.probes import generic as probes
 from attn_drill.judge.specs import SPECS
@@ -60,8 +61,7 @@ def run(path: Path, exercise: str, seed: int) -> dict:
     """The maps of the user's file and the reference on one example, or why not (see the module's docstring)."""
     spec = SPECS.get(exercise)
     if spec is None or not how(spec):
-        return {"error": f"{exercise} has no attention weights to draw; show draws them for {drawable()}",
-                "usage": True}
+        return {"error": _say("no_maps", exercise=exercise, drawable=drawable()), "usage": True}
     audit.arm(path, load_references())  # as for a check: the file's code may not reach into the checker
     try:
         module, bad = load.load(path, spec.id)
@@ -87,6 +87,16 @@ def drawable() -> str:
     return ", ".join(i for i, s in SPECS.items() if how(s))
 
 
+def _say(key: str, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/show.toml, [show])."""
+    return t(f"evidence.show.show.{key}", **params)
+
+
+def _and(items) -> str:
+    """1 and 3 (two items; more join the same way)."""
+    return _say("and").join(map(str, items))
+
+
 def _user_call(path: Path, spec, fn):
     """Run fn (which calls the user's code) under the tracer, as a check would; an exception is the user's."""
     try:
@@ -95,7 +105,7 @@ def _user_call(path: Path, spec, fn):
     except Unusable:
         raise
     except BaseException as e:  # noqa: BLE001 - user code may raise anything
-        raise Unusable(load.exception_finding(e, path, "while running your code on the example")) from None
+        raise Unusable(load.exception_finding(e, path, _say("while_running"))) from None
 
 
 def pick_case(spec, gen) -> Case:
@@ -118,7 +128,7 @@ def returned(spec, target, path, gen) -> dict:
     case = pick_case(spec, gen)
     o = calls.run(spec, target, case, path)
     if o.error is not None:
-        raise Unusable(load.exception_finding(o.error, path, f"on the example ({case.label})"))
+        raise Unusable(load.exception_finding(o.error, path, _say("on_example", case=case.label)))
     if o.outputs is None:
         raise Unusable(probes.return_type(spec, o))
     ref = spec.unpack(spec.reference(case)[0])
@@ -127,7 +137,7 @@ def returned(spec, target, path, gen) -> dict:
     if want.dim() == 3 or "head" not in spec.axes.get("weights", ("head",)):  # one head's (B, Tq, Tk)
         yours, want = yours.unsqueeze(-3), want.unsqueeze(-3)  # (B, 1, Tq, Tk)
     item = pair("weights", yours, want)
-    return {"case": case.label, "batch": 0, "how": "the weights your code returns", "maps": [item]}
+    return {"case": case.label, "batch": 0, "how": _say("how_returned"), "maps": [item]}
 
 
 # -- "sublayers": every submodule that returns (out, weights) ---------------------------------------------------
@@ -145,15 +155,14 @@ def sublayers(spec, target, path, gen) -> dict:
     with torch.no_grad():
         ref = hooked(module, spec.name, lambda: spec.call(None, case, module=module))
     if not ref:  # the model answer has no module returning (out, weights): nothing to draw for this exercise
-        return {"error": f"{spec.id} has no attention weights to draw; show draws them for {drawable()}",
-                "usage": True}
+        return {"error": _say("no_maps", exercise=spec.id, drawable=drawable()), "usage": True}
     items = []
     for name, w in ref.items():
         if name in mine:
             items.append(pair(name, mine[name], w))
         else:
-            items.append(pair(name, None, w, note=f"your {name} returned no (out, weights) pair with 4-D weights"))
-    return {"case": case.label, "batch": 0, "how": "the weights each attention sub-layer returns", "maps": items}
+            items.append(pair(name, None, w, note=_say("no_pair", name=name)))
+    return {"case": case.label, "batch": 0, "how": _say("how_sublayers"), "maps": items}
 
 
 def hooked(module, root: str, call) -> dict:
@@ -186,7 +195,7 @@ def flash_example(gen) -> dict:
     k = torch.randn(B, H, Tk, d, generator=gen, dtype=torch.float64)
     v = torch.eye(Tk, d, dtype=torch.float64).expand(B, H, Tk, d)  # value j is the unit vector e_j
     return {"q": q, "k": k, "v": v, "causal": True, "block_size": 3,
-            "label": f"B={B} H={H} Tq={Tq} Tk={Tk} d={d}, causal, block_size=3, v = the identity"}
+            "label": _say("flash_case", sizes=f"B={B} H={H} Tq={Tq} Tk={Tk} d={d}", block_size=3)}
 
 
 def flash(spec, target, path, gen) -> dict:
@@ -202,10 +211,10 @@ def flash(spec, target, path, gen) -> dict:
     if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
         got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
         slug = "wrong-output-shape" if isinstance(out, torch.Tensor) else "wrong-return-type"
-        raise Unusable(_finding(slug, f"returned {got}, expected a tensor {tuple(ref.shape)} ({x['label']})", spec))
+        raise Unusable(_finding(slug, _say("flash_returned", got=got, want=tuple(ref.shape), case=x["label"]), spec))
     item = pair("weights", out[..., :Tk], ref[..., :Tk], values=out)
     return {"case": x["label"], "batch": 0, "maps": [item],
-            "how": "your output with v = the identity: row i of the output is query i's weights"}
+            "how": _say("how_flash")}
 
 
 KV_STEPS = (4, 1, 3)  # a prefill, one token, a chunk: each call fed the cache the one before returned
@@ -219,8 +228,7 @@ def kv_example(gen) -> tuple[Case, str]:
     dims = {"B": B, "H": H, "Hkv": Hkv, "d": d, "D": H * d, "T": T, "T_past": 0, "steps": KV_STEPS}
     x = torch.randn(B, T, H * d, generator=gen, dtype=torch.float64)
     case = Case("", {"x": x}, dims, config, random_params(gen, grouped_layer_shapes(config), False))
-    label = (f"B={B} H={H} Hkv={Hkv} d={d}: a prefill of {KV_STEPS[0]} tokens, then calls of "
-             f"{' and '.join(map(str, KV_STEPS[1:]))}, each fed the cache the call before returned")
+    label = _say("steps_case", sizes=f"B={B} H={H} Hkv={Hkv} d={d}", first=KV_STEPS[0], rest=_and(KV_STEPS[1:]))
     return case, label
 
 
@@ -238,10 +246,9 @@ def kv_cache(spec, target, path, gen) -> dict:
     module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
     with torch.no_grad():
         ref, _ = _kv_steps(module, x, H, Hkv, d, spec)
-    how = ("your output with W_v's rows one-hot by position and W_o the identity, every call's queries in turn")
+    how = _say("how_kv")
     if "W_v" not in ran:  # F.linear(x, self.W_v.weight): no hook sees it, so the values stay as they are
-        item = pair("weights", None, ref[..., :T], note="your forward never calls self.W_v as a layer, so its "
-                    "values could not be made one-hot: there are no weights of yours to draw")
+        item = pair("weights", None, ref[..., :T], note=_say("kv_no_layer"))
     else:
         item = pair("weights", mine[..., :T], ref[..., :T], values=mine)
     return {"case": label, "batch": 0, "maps": [item], "how": how}
@@ -282,10 +289,10 @@ def _kv_call(module, chunk, cache, spec):
     """One call, fed the cache the call before returned; its result, checked for the form the contract says."""
     r = module(chunk) if cache is None else module(chunk, cache=cache)
     if not (isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], torch.Tensor)):
-        raise Unusable(_finding("wrong-return-type", f"a call returned {type(r).__name__}, not (out, (k, v))", spec))
+        raise Unusable(_finding("wrong-return-type", _say("call_returned", type=type(r).__name__), spec))
     if r[0].shape != chunk.shape:
-        raise Unusable(_finding("wrong-output-shape", f"out is {tuple(r[0].shape)}, expected {tuple(chunk.shape)}",
-                                spec))
+        raise Unusable(_finding("wrong-output-shape", _say("out_shape", got=tuple(r[0].shape),
+                                                           want=tuple(chunk.shape)), spec))
     return r
 
 
@@ -335,11 +342,10 @@ def llama(spec, target, path, gen) -> dict:
     module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
     with torch.no_grad():
         ref, _ = heads_of(module)
-    label = f"B={B} H={H} Hkv={Hkv} T={T} d={d}, positions {positions.tolist()}"
-    how = "your attention's output with W_v's rows one-hot by token, read where it enters W_o"
+    label = _say("llama_case", sizes=f"B={B} H={H} Hkv={Hkv} T={T} d={d}", positions=positions.tolist())
+    how = _say("how_llama")
     if mine is None:
-        item = pair("weights", None, ref[..., :T], note="your forward does not call self.W_v and self.W_o as layers, "
-                    "so the values could not be made one-hot: there are no weights of yours to draw")
+        item = pair("weights", None, ref[..., :T], note=_say("llama_no_layers"))
     else:
         item = pair("weights", mine[..., :T], ref[..., :T], values=mine)
     return {"case": label, "batch": 0, "maps": [item], "how": how}
@@ -384,9 +390,9 @@ def mla(spec, target, path, gen) -> dict:
     module, _ = spec.build(getattr(reference_module(spec.file), spec.name), case, torch.float64)
     with torch.no_grad():
         ref = heads_of(module)
-    label = (f"B={B} H={H} kv_rank={r} d_nope={dn} d_rope={dr} d_v={dv}: a prefill of {KV_STEPS[0]} tokens, then "
-             f"calls of {' and '.join(map(str, KV_STEPS[1:]))}, each fed the cache the call before returned")
-    how = "your output with W_kv_b's value rows chosen so each token's value is one-hot, and W_o the identity"
+    label = _say("steps_case", sizes=f"B={B} H={H} kv_rank={r} d_nope={dn} d_rope={dr} d_v={dv}",
+                 first=KV_STEPS[0], rest=_and(KV_STEPS[1:]))
+    how = _say("how_mla")
     return {"case": label, "batch": 0, "maps": [pair("weights", mine[..., :T], ref[..., :T], values=mine)],
             "how": how}
 
@@ -408,8 +414,7 @@ def paged(spec, target, path, gen) -> dict:
     def yours():
         out = target(*args())
         if not isinstance(out, torch.Tensor) or out.shape != x["q"].shape:
-            raise Unusable(_finding("wrong-return-type", f"it returned {type(out).__name__}, not a (B, H, d) tensor",
-                                    spec))
+            raise Unusable(_finding("wrong-return-type", _say("paged_returned", type=type(out).__name__), spec))
         return out.detach().double()
 
     mine = _user_call(path, spec, yours)
@@ -419,16 +424,15 @@ def paged(spec, target, path, gen) -> dict:
     for b, n in enumerate(lengths):
         slots = [int(x["block_table"][b, t // bs]) * bs + t % bs for t in range(T)]
         per_token = lambda out: out[b][:, slots][:, None, :]  # noqa: E731  (H, 1, T): the query's row
-        blocks = ", ".join(f"{t}-{min(t + bs, T) - 1} in block {int(x['block_table'][b, t // bs])}"
-                           for t in range(0, T, bs))
+        blocks = _say("list_sep").join(_say("paged_block", first=i, last=min(i + bs, T) - 1,
+                                            block=int(x["block_table"][b, i // bs])) for i in range(0, T, bs))
         elsewhere = float(mine[b].sum(-1).mean() - per_token(mine).sum(-1).mean())
-        note = f"tokens {blocks} of the pool (the table's order); tokens {n} and later are not this sequence's"
+        note = _say("paged_note", blocks=blocks, n=n)
         if abs(elsewhere) > 1e-3:
-            note += f"; yours also takes {elsewhere:.2f} of each row's weight from slots this table never names"
-        maps.append(pair(f"sequence {b} (length {n})", per_token(mine), per_token(ref), note=note))
-    label = (f"B=2 H=2 Hkv=1 block_size={bs}, lengths {lengths}, a pool of {x['k_cache'].size(0)} blocks shuffled; "
-             "rows = each head's query, columns = the sequence's token positions")
-    how_ = "your output with every pool slot's value a one-hot of its own, read back through each sequence's table"
+            note += _say("paged_elsewhere", share=elsewhere)
+        maps.append(pair(_say("paged_name", b=b, n=n), per_token(mine), per_token(ref), note=note))
+    label = _say("paged_case", bs=bs, lengths=lengths, blocks=x["k_cache"].size(0))
+    how_ = _say("how_paged")
     return {"case": label, "batch": 0, "maps": maps, "how": how_}
 
 
@@ -463,18 +467,17 @@ def pair(name: str, yours, ref, note: str = "", values=None) -> dict:
     """One map: the user's heads and the reference's as nested lists (the first MAX_HEADS), and a note when they
     cannot be compared or not every head is drawn."""
     r = heads(ref)
-    more = f"the first {MAX_HEADS} of {r.size(0)} heads are drawn" if r.size(0) > MAX_HEADS else ""
+    more = _say("heads_drawn", shown=MAX_HEADS, all=r.size(0)) if r.size(0) > MAX_HEADS else ""
     item = {"name": name, "yours": None, "reference": numbers(r[:MAX_HEADS]), "note": note or more}
     if yours is None:
         return item
     y = heads(yours)
     if y.shape != r.shape:
-        item["note"] = (f"your weights are {tuple(yours.shape)}; the reference's {tuple(ref.shape)}: "
-                        "they cannot be drawn head by head")
+        item["note"] = _say("not_by_head", yours=tuple(yours.shape), ref=tuple(ref.shape))
         return item
     item["yours"] = numbers(y[:MAX_HEADS])
     if values is not None:
-        item["note"] = "; ".join(filter(None, [not_weights(heads(values), r.size(-1)), more]))
+        item["note"] = _say("note_sep").join(filter(None, [not_weights(heads(values), r.size(-1)), more]))
     return item
 
 
@@ -489,6 +492,4 @@ def not_weights(v: torch.Tensor, Tk: int) -> str:
         bad |= rest.abs().amax(-1) > SUM_TOL
     if not bad.any():
         return ""
-    return (f"{int(bad.sum())} of {bad.numel()} rows of your output are not weights (negative, not summing to 1, "
-            "or spilling past the keys): something after the softmax mixes the values, so this map is not only "
-            "your softmax")
+    return _say("not_weights", bad=int(bad.sum()), rows=bad.numel())

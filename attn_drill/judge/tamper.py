@@ -55,6 +55,8 @@ import torch.testing
 from torch.nn.modules import module as _nn_module
 from torch.utils._python_dispatch import _pop_mode
 
+from attn_drill.i18n import lang, t
+
 _TORCH = {"torch": torch, "torch.nn.functional": F, "torch.linalg": torch.linalg, "torch.special": torch.special,
           "torch.testing": torch.testing, "torch.Tensor": torch.Tensor, "nn.Module": torch.nn.Module,
           "nn.Linear": torch.nn.Linear}
@@ -62,7 +64,7 @@ _STDLIB = ("builtins", "math", "json", "json.encoder", "json.decoder", "dataclas
 _HOOKS = tuple(n for n in dir(_nn_module) if n.startswith("_global_") and isinstance(getattr(_nn_module, n), dict))
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # module-level tables the checker itself changes while it runs (never a verdict's input)
-_OWN_STATE = {("attn_drill.judge.audit", "HITS")}
+_OWN_STATE = {("attn_drill.judge.audit", "HITS"), ("attn_drill.judge.audit", "WORDS")}
 # the operators whose dispatcher table is compared (the deep check): what the comparison and the references use
 WATCHED_OPS = tuple(f"aten::{op}" for op in (
     "abs", "sub.Tensor", "add.Tensor", "mul.Tensor", "div.Tensor", "le.Tensor", "eq.Tensor", "bitwise_not",
@@ -104,6 +106,7 @@ def snapshot() -> Snapshot:
 
     kernels = _kernels(deep=True)  # first: its canary imports sympy (0.5 s), cheaper without the hook
     audit.install()
+    lang()  # the language is chosen now: wording what changed (said) must not change i18n's own state later
     references = load_references()
     snap = Snapshot()
     for label, ns in _TORCH.items():
@@ -268,7 +271,7 @@ def _restore_table(table: _Table, _type=type, _len=len, _all=all, _map=map, _is=
             else:
                 _put(object.__delattr__, obj, k)
         return [f"{table.label}.{k}" for k in sorted(keys)]
-    return [f"{table.label} (changed in place)"]
+    return [said("in_place", label=table.label)]
 
 
 def _put(how, *args) -> None:
@@ -278,31 +281,36 @@ def _put(how, *args) -> None:
         pass
 
 
+def said(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [tamper]). Only called once the names are
+    put back (builtins and attn_drill's modules among them), so what the user's code replaced is not used."""
+    return t(f"evidence.core.tamper.{key}", **params)
+
+
 def _restore_state(before: dict) -> list[str]:
     changed = []
     if torch.get_default_dtype() != before["dtype"]:
-        changed.append(f"the default dtype (now {torch.get_default_dtype()}, by torch.set_default_dtype)")
+        changed.append(said("default_dtype", dtype=torch.get_default_dtype()))
         torch.set_default_dtype(before["dtype"])
     if torch.is_grad_enabled() != before["grad"]:
-        changed.append("grad mode (switched globally, e.g. torch.set_grad_enabled(False) at the top level)")
+        changed.append(said("grad_mode"))
         torch.set_grad_enabled(before["grad"])
     if torch.get_float32_matmul_precision() != before["matmul"]:
-        changed.append(f"float32 matmul precision (now {torch.get_float32_matmul_precision()!r}, by "
-                       "torch.set_float32_matmul_precision)")
+        changed.append(said("matmul_precision", precision=repr(torch.get_float32_matmul_precision())))
         torch.set_float32_matmul_precision(before["matmul"])
     if torch._C._len_torch_function_stack() > before["function modes"]:
-        changed.append("torch's function modes (a TorchFunctionMode or torch.set_default_device left on)")
+        changed.append(said("function_modes"))
         while torch._C._len_torch_function_stack() > before["function modes"]:
             torch._C._pop_torch_function_stack()
     if torch._C._len_torch_dispatch_stack() > before["dispatch modes"]:
-        changed.append("torch's dispatch modes (a TorchDispatchMode left on)")
+        changed.append(said("dispatch_modes"))
         while torch._C._len_torch_dispatch_stack() > before["dispatch modes"]:
             _pop_mode()
     for name, keys in before["hooks"].items():
         hooks = getattr(_nn_module, name)
         added = [k for k in hooks if k not in keys]
         if added:
-            changed.append(f"nn.Module's global hooks ({name.strip('_')})")
+            changed.append(said("global_hooks", hooks=name.strip('_')))
             for k in added:
                 del hooks[k]
     sys.setrecursionlimit(before["recursion"])
@@ -349,7 +357,7 @@ def _kernel_changes(before: dict, deep: bool) -> list[str]:
         if ns not in ("aten", "prims") or f"{ns}::{op}".split(".")[0] in defined:
             before["impls"].add(key)  # torch registering its own operators (distributed, inductor...) lazily
             continue
-        changed.append(f"the {dispatch_key} kernel of torch's operator {ns}::{op} (registered with torch.library)")
+        changed.append(said("kernel_library", key=dispatch_key, op=f"{ns}::{op}"))
         _unregister(key)
     if not deep:
         return changed
@@ -362,12 +370,11 @@ def _kernel_changes(before: dict, deep: bool) -> list[str]:
                        and " registered at " in line and not _torch_file(line.split(" registered at ", 1)[1])]
             if foreign:
                 key = foreign[0].split(":", 1)[0]
-                changed.append(f"the {key} kernel of torch's operator {op} (through torch's dispatcher)")
+                changed.append(said("kernel_dispatcher", key=key, op=op))
             else:
                 before["tables"][op] = text  # torch registering more of its own
     if canary() != before["canary"]:
-        changed.append("torch's own arithmetic: a fixed attention and comparison computed with plain torch ops "
-                       "now give other numbers (a kernel replaced through torch.library or the dispatcher)")
+        changed.append(said("canary"))
     return changed
 
 
@@ -424,8 +431,17 @@ def canary() -> bytes:
     return b"".join(raw_bytes(t) for t in parts) + repr(near.index).encode()
 
 
+# what callers hand `finding` in English (the engine, process/worker.py), by the key that words it there: after
+# changed_since has put back what the user's code replaced, so that the words come from the checker's own code
+_SAID = {"your code replaced": "replaced", "importing your file replaced": "import_replaced",
+         "constructing your module replaced": "build_replaced", " (seen after the check ended)": "after_end"}
+
+
 def finding(changed: list[str], what: str, after: str = ""):
-    """The torch-modified finding for what changed_since found (and has already put back)."""
+    """The torch-modified finding for what changed_since found (and has already put back). `what` and `after`
+    are one of _SAID's English phrases, worded here in the language in use, or words of the caller's."""
     from attn_drill import findings
 
-    return findings.make("torch-modified", f"{what} " + ", ".join(changed[:5]) + after, score=2.0)
+    what, after = (said(_SAID[x]) if x in _SAID else x for x in (what, after))
+    return findings.make("torch-modified", said("evidence", what=what, changed=said("sep").join(changed[:5]),
+                                                after=after), score=2.0)

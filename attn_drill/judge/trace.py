@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attn_drill.i18n import t
 from attn_drill.judge import audit
 
 # Functions that do the exercise, by the name torch's function mode sees (python functions, and torch.ops)
@@ -70,9 +71,9 @@ class Tracer(TorchFunctionMode):
         name = _name(func)
         line, checker = self._walker.send(None)
         if checker is not None and line is not None:
-            what = f"runs the checker's own code ({checker}) from its own"
+            what = t("evidence.show.trace.checker_code", checker=checker)
             audit.HITS.append(("checker-reached", what, line))
-            raise audit.CheckerReached(f"attn-drill stopped this: your code {what}")
+            raise audit.CheckerReached(t("evidence.show.trace.stopped", what=what))
         self.calls.append((name, line))
         for key, what in self.forbidden.items():
             if (name == key[1:] if key.startswith("=") else key in name):  # "=grad": that exact name only
@@ -139,8 +140,8 @@ def _walker(tracer):
 def _reads_float64(args) -> bool:
     """A float64 tensor among a call's arguments (one level of lists): the call brought float64 data down."""
     for a in args:
-        for t in (a if isinstance(a, (list, tuple)) else (a,)):
-            if isinstance(t, torch.Tensor) and t.dtype == torch.float64:
+        for x in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(x, torch.Tensor) and x.dtype == torch.float64:
                 return True
     return False
 

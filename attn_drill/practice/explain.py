@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attn_drill.i18n import t
+
 KINDS = ("shape", "breaks", "cost", "concept")
 MAX_QUESTIONS = 5
 MAX_SHAPES = 3
@@ -58,24 +60,10 @@ SCALE = {"div", "mul", "__truediv__", "__mul__", "__rmul__", "__itruediv__", "__
 COSMETIC = {"to", "contiguous", "float", "double", "half", "type_as", "clone", "detach", "dropout", "__get__",
             "size", "dim", "promote_types", "__len__", "item", "tolist"}
 
-# tag -> (priority as a shape question, why the shape is what it is)
-TAGS = {
-    "scores": (10, "one number per (query, key): (.., {q}, x) times (.., x, {k}), the shared axis x summed away"),
-    "split": (9, "the heads split apart: D becomes H x d, and H moves before the tokens"),
-    "merge": (9, "the heads merged back: H next to d again, then H x d joined into D"),
-    "repeat": (9, "each kv head repeated H/Hkv times, so K and V line up with the H query heads"),
-    "cache": (9, "the cache grows along time: the T_past cached tokens, then the T_new new ones"),
-    "mask": (9, "a boolean mask: True where the query may attend to the key"),
-    "weighted-sum": (8, "the weights (.., {q}, keys) times v (.., keys, {last}): one {last}-vector per query"),
-    "reduce": (8, "keepdim=True leaves the reduced axis as 1, so it broadcasts back over the row"),
-    "stable": (7, "subtracting the row's max keeps the shape: it broadcasts back over the row"),
-    "rope": (8, "half-split RoPE: one angle per position and pair (i, i + d/2), so d/2 of them"),
-    "weights": (6, "the softmax keeps the scores' shape: each row sums to 1 over the keys"),
-    "mask-fill": (5, "filling masked scores keeps their shape"),
-    "scale": (5, "scaling keeps the shape"),
-    "projection": (3, "a linear layer changes only the last axis"),
-    "other": (2, ""),
-}
+# tag -> its priority as a shape question; why the shape is what it is: the i18n key practice.explain.shape.why.<tag>
+# ("other" has no why)
+TAGS = {"scores": 10, "split": 9, "merge": 9, "repeat": 9, "cache": 9, "mask": 9, "weighted-sum": 8, "reduce": 8,
+        "stable": 7, "rope": 8, "weights": 6, "mask-fill": 5, "scale": 5, "projection": 3, "other": 2}
 # tag -> the bank question (practice/questions.toml) a concept question asks about that line
 CONCEPTS = {"scale": "scaling-why", "mask-fill": "masks-neg-inf-not-zero", "repeat": "gqa-head-mapping",
             "cache": "kv-why", "rope": "rope-relative", "reduce": "softmax-max-subtract",
@@ -200,8 +188,7 @@ def parse_answers(text: str | None) -> list[str] | None:
         if item.isdigit() and int(item) >= 1:
             continue
         if not item or item == "0" or read_shape(item, everyone) is None:
-            raise ValueError(f"{item!r} is neither a choice number (1, 2, 3...) nor a shape in symbols "
-                             f"(e.g. B H Tq Tk)")
+            raise ValueError(t("practice.explain.answers.not_an_answer", item=item))
     return items
 
 
@@ -210,10 +197,10 @@ def refusal(q: dict, typed: str) -> str | None:
     `-` skips a question and an empty line answers nothing: the callers handle both before asking this."""
     n = len(q.get("choices") or ())
     if n:
-        return None if typed.isdigit() and 1 <= int(typed) <= n else f"a number 1-{n} (- skips)"
+        return None if typed.isdigit() and 1 <= int(typed) <= n else t("practice.explain.answers.refuse_choice", n=n)
     if read_shape(typed, q["symbols"]) is not None:
         return None
-    return f"cannot read {typed!r}: use the symbols {' '.join(q['symbols'])} (H*d and d/2 work too; - skips)"
+    return t("practice.explain.answers.refuse_shape", typed=typed, symbols=" ".join(q["symbols"]))
 
 
 def is_right(q: dict, given: str | None) -> bool:
@@ -367,11 +354,11 @@ class Line:
 
     @property
     def priority(self) -> int:
-        return max(TAGS[t][0] for t in self.tags)
+        return max(TAGS[tag] for tag in self.tags)
 
     @property
     def tag(self) -> str:
-        return max(self.tags, key=lambda t: TAGS[t][0])
+        return max(self.tags, key=lambda tag: TAGS[tag])
 
 
 def code_of(source_lines: list[str], span: tuple[int, int]) -> str:
@@ -494,18 +481,33 @@ def candidates(trace: dict, source: str) -> list[Line]:
 
 
 # -- questions ---------------------------------------------------------------------------------------------------
+_NTH = re.compile(r"the (first|second|third|fourth) value it returns")
+
+
+def shape_prompt(what: str) -> str:
+    """The question about the value `what` (Stmt.what: a target's code, "what it returns", "the first value it
+    returns"), in words."""
+    if what == "what it returns":
+        return t("practice.explain.shape.prompt_return")
+    nth = _NTH.fullmatch(what)
+    if nth:
+        return t("practice.explain.shape.prompt_nth", ordinal=t(f"practice.explain.shape.{nth.group(1)}"))
+    return t("practice.explain.shape.prompt", what=what)
+
+
 def shape_question(c: Line, symbols: dict[str, int]) -> dict:
     answer = " ".join(c.names)
-    why = TAGS[c.tag][1].format(q=c.names[-2] if len(c.names) > 1 else "", k=c.names[-1], last=c.names[-1])
+    why = t(f"practice.explain.shape.why.{c.tag}", q=c.names[-2] if len(c.names) > 1 else "", k=c.names[-1],
+            last=c.names[-1]) if c.tag != "other" else ""
     if c.tag == "mask" and "1" in c.names:
-        why += "; each axis of 1 broadcasts over the scores' axis there (over the heads, where H would be)"
+        why = t("practice.explain.shape.and_ones", why=why)
     used = {w for n in c.names for w in re.findall(r"[A-Za-z_]+", n)}
     sizes = ", ".join(f"{s}={v}" for s, v in symbols.items() if s in used)
-    prompt = "what shape does it return?" if c.what == "what it returns" else f"what shape is {c.what}?"
-    return {"kind": "shape", "line": c.line, "code": c.code, "prompt": prompt, "choices": None,
+    shown_as = {"sizes": sizes, "shape": ", ".join(map(str, c.shape)), "names": ", ".join(c.names)}
+    return {"kind": "shape", "line": c.line, "code": c.code, "prompt": shape_prompt(c.what), "choices": None,
             "answer": answer, "shape": c.shape, "symbols": symbols,
-            "explain": f"traced on {sizes}: ({', '.join(map(str, c.shape))}) = ({', '.join(c.names)})"
-                           + (f"; {why}." if why else ".")}
+            "explain": t("practice.explain.shape.explain_why", why=why, **shown_as) if why
+            else t("practice.explain.shape.explain", **shown_as)}
 
 
 def pick_shapes(cands: list[Line], n: int, rng: random.Random) -> list[Line]:
@@ -545,7 +547,7 @@ def size_text(n: float) -> str:
         if n >= div:
             v = n / div
             return f"{v:g} {unit}" if v == int(v) or v >= 100 else f"{v:.1f} {unit}"
-    return f"{n:g} bytes"
+    return t("practice.explain.cost.bytes", n=n)
 
 
 def cost_question(cands: list[Line], rng: random.Random) -> dict | None:
@@ -557,7 +559,7 @@ def cost_question(cands: list[Line], rng: random.Random) -> dict | None:
     best = [x for x in sized if set(x[1].tags) & {"scores", "weights", "cache"}] or sized
     count, c = max(best, key=lambda x: (x[0], -x[1].order))
     per = BYTES.get(c.dtype or "", 2)
-    kind = {1: "bool, 1 byte", 8: "int64, 8 bytes"}.get(per, "fp16, 2 bytes")
+    kind = t("practice.explain.cost." + {1: "dtype_bool", 8: "dtype_int64"}.get(per, "dtype_fp16"))
     right = count * per
     used = [s for s in REAL if s != "B" and any(re.search(rf"\b{s}\b", n) for n in c.names)]
     at = ", ".join(f"{s} = {REAL[s]}" for s in used)
@@ -567,18 +569,17 @@ def cost_question(cands: list[Line], rng: random.Random) -> dict | None:
     choices = [right] + wrong
     rng.shuffle(choices)
     factors = " x ".join(f"{REAL[n] if n in REAL else evaluate(n, REAL)}" for n in c.names if n != "B")
-    worked = (f"({' '.join(c.names)}) at B = 1: {factors} = {count:,} entries x {per} "
-              f"byte{'s' if per > 1 else ''} = {right:,} bytes = {size_text(right)}")
+    worked = t("practice.explain.cost." + ("worked" if per > 1 else "worked_one"), names=" ".join(c.names),
+               factors=factors, count=count, per=per, total=right, size=size_text(right))
     if set(c.tags) & {"scores", "weights"} and "block_size" in c.names:
         full = entries([n.replace("block_size", "Tk") for n in c.names], REAL) * per
-        worked += f"; the whole (Tq, Tk) matrix would take {size_text(full)}: that is what the blocks save"
+        worked = t("practice.explain.cost.blocks", worked=worked, size=size_text(full))
     elif set(c.tags) & {"scores", "weights"}:
-        worked += "; one such matrix per layer while it runs, which flash attention never holds"
+        worked = t("practice.explain.cost.flash", worked=worked)
     return {"kind": "cost", "line": c.line, "code": c.code,
-            "prompt": f"at {at} ({kind} each), how many bytes does this line's tensor "
-                      f"({' '.join(c.names)}) take per batch element?",
+            "prompt": t("practice.explain.cost.prompt", at=at, dtype=kind, names=" ".join(c.names)),
             "choices": [size_text(x) for x in choices], "answer": choices.index(right),
-            "explain": worked + "."}
+            "explain": t("practice.explain.cost.explain", worked=worked)}
 
 
 def concept_questions(cands: list[Line], symbols: dict, rng: random.Random,
@@ -705,7 +706,8 @@ def build(path: Path, exercise: str, seed: int, *, timeout: float | None = None,
                              spawn=pool.spawn if pool else None)
     if not isinstance(result, dict):  # a Report: the worker timed out or crashed
         worst = result.errors[0] if result.errors else None
-        r.error = f"tracing your file failed: {worst.title if worst else 'no result'}"
+        r.error = t("practice.explain.round.trace_failed",
+                    title=worst.title if worst else t("practice.explain.round.no_result"))
         return r
     if "error" in result:
         r.error = str(result["error"])
@@ -713,13 +715,13 @@ def build(path: Path, exercise: str, seed: int, *, timeout: float | None = None,
     try:
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        r.error = f"cannot read {path}: {e}"
+        r.error = t("practice.explain.round.unreadable", path=path, error=e)
         return r
     r.case, r.given, r.symbols = result.get("case", ""), result.get("given", ""), result.get("symbols", {})
     r.questions = from_trace(result, source, seed, what_breaks(Path(path), exercise, seed, pool), avoid)
     r.questions += top_up(r.questions, exercise, seed, avoid)
     if not r.questions:
-        r.error = "nothing in your file to ask about"
+        r.error = t("practice.explain.round.nothing")
     return r
 
 

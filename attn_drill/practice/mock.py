@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 from attn_drill import catalogue, paths
+from attn_drill.i18n import t
 from attn_drill.practice import explain, questions, record
 from attn_drill.store import history, schedule
 from attn_drill.catalogue import Exercise
@@ -234,7 +235,7 @@ def pick(rng: random.Random, exercises: list[Exercise] | None = None) -> tuple[E
     by_id = {e.id: e for e in exercises}
     overdue = [i for i in schedule.due() if i in by_id]
     if overdue:
-        return by_id[overdue[0]], "it is due for review"
+        return by_id[overdue[0]], t("mock.why_due")
     done = history.progress()
 
     def rank(ex: Exercise) -> int:
@@ -245,8 +246,7 @@ def pick(rng: random.Random, exercises: list[Exercise] | None = None) -> tuple[E
         best = done[ex.id].best
         return 2 if best is None or best > ex.minutes * 60 else 3
 
-    reasons = ["you have not tried it yet", "you have not passed it yet", "your best time is over the target",
-               "you pass everything in time: a random one"]
+    reasons = [t("mock.why_untried"), t("mock.why_unpassed"), t("mock.why_slow"), t("mock.why_random")]
     top = min(rank(e) for e in exercises)
     chosen = rng.choice(sorted((e for e in exercises if rank(e) == top), key=lambda e: e.id))
     return chosen, reasons[top]
@@ -567,7 +567,7 @@ class Keys:
             why = explain.refusal(q, given)
             if why is None:
                 return given
-            echo(f"{why}: ")
+            echo(why + t("mock.refused"))
 
     def choice(self, echo, n: int) -> int | None:
         """A choice 1..n of a bank question, typed then Enter; None if skipped or stdin closes first."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.process import runner
 from attn_drill.process.warm import WarmPool
 
@@ -56,14 +57,21 @@ def mutants(source: str) -> list[Mutant]:
             continue
         seen.add(mutated)
         lines = tuple(sorted({node.lineno for node, _ in spots}))
-        where = f"line {lines[0]}" if len(lines) == 1 else f"lines {', '.join(map(str, lines[:-1]))} and {lines[-1]}"
-        out.append(Mutant(lines[0], f"{what} on {where}", mutated, kind, lines))
+        out.append(Mutant(lines[0], _on(what, lines), mutated, kind, lines))
     return out
 
 
 # Kinds whose edits with the same words in one function are made together: tiling k but not v, or ignoring
 # the dim argument in the max but not in the sum, is a muddle no diagnosis names, not the mistake asked about.
 TOGETHER = {"repeat", "dim-arg"}
+
+
+def _on(what: str, lines: tuple[int, ...]) -> str:
+    """A mutation in words with the lines it changes: "drop the unsqueeze(1) on line 14"."""
+    if len(lines) == 1:
+        return t("practice.explain.mutants.on_line", what=what, line=lines[0])
+    return t("practice.explain.mutants.on_lines", what=what, last=lines[-1],
+             lines=t("practice.explain.mutants.lines_sep").join(map(str, lines[:-1])))
 
 
 def _together(edits: list, parents: dict) -> list[tuple[str, list, str]]:
@@ -169,13 +177,14 @@ def drop_unsqueeze(node, parents, source):
         tensor, rest = _tensor_arg(node)
         if tensor is not None:
             yield "unsqueeze", node, _stand_in(source, tensor, node, parents), \
-                f"drop the unsqueeze({_args(source, rest, node)})"
+                t("practice.explain.mutants.drop_unsqueeze", args=_args(source, rest, node))
     elif isinstance(node, ast.Subscript):
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         nones = [p for p in parts if isinstance(p, ast.Constant) and p.value is None]
         full = all(p in nones or _full_slice(p) for p in parts)
         if nones and full:
-            yield "unsqueeze", node, _text(source, node.value), f"drop the [{_text(source, node.slice)}]"
+            yield "unsqueeze", node, _text(source, node.value), \
+                t("practice.explain.mutants.drop_index", index=_text(source, node.slice))
 
 
 def _full_slice(node: ast.AST) -> bool:
@@ -187,19 +196,19 @@ def drop_scale(node, parents, source):
     """a / sqrt(d), a * scale, scale * a, a * d ** -0.5 -> a; `s /= sqrt(d)` -> pass."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Mult)):
         if _is_scale(node.right):
-            how = "division by" if isinstance(node.op, ast.Div) else "multiplication by"
+            how = "drop_division" if isinstance(node.op, ast.Div) else "drop_multiplication"
             yield "scale", node, _stand_in(source, node.left, node, parents), \
-                f"drop the {how} {_text(source, node.right)}"
+                t(f"practice.explain.mutants.{how}", scale=_text(source, node.right))
         elif isinstance(node.op, ast.Mult) and _is_scale(node.left):
             yield "scale", node, _stand_in(source, node.right, node, parents), \
-                f"drop the multiplication by {_text(source, node.left)}"
+                t("practice.explain.mutants.drop_multiplication", scale=_text(source, node.left))
     elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Div, ast.Mult)) and _is_scale(node.value):
-        yield "scale", node, "pass", f"drop the scaling {_text(source, node)}"
+        yield "scale", node, "pass", t("practice.explain.mutants.drop_scaling", code=_text(source, node))
     elif _method(node, "div", "mul", "true_divide", "multiply", "div_", "mul_"):
         tensor, rest = _tensor_arg(node)  # x.div(math.sqrt(d)), torch.mul(x, scale)
         if tensor is not None and len(rest) == 1 and not node.keywords and _is_scale(rest[0]):
             yield "scale", node, _stand_in(source, tensor, node, parents), \
-                f"drop the .{node.func.attr}({_text(source, rest[0])})"
+                t("practice.explain.mutants.drop_call", method=node.func.attr, arg=_text(source, rest[0]))
 
 
 def _is_scale(node: ast.AST) -> bool:
@@ -237,7 +246,8 @@ def drop_transpose(node, parents, source):
     else:
         return
     if tensor is not None and _feeds_reshape_or_matmul(node, parents):
-        yield "transpose", node, _stand_in(source, tensor, node, parents), f"drop the {label}"
+        yield "transpose", node, _stand_in(source, tensor, node, parents), \
+            t("practice.explain.mutants.drop", what=label)
 
 
 def _feeds_reshape_or_matmul(node, parents) -> bool:
@@ -277,9 +287,10 @@ def change_dim(node, parents, source):
         return
     new = "-1" if n is None else str({-1: -2, -2: -1, 0: 1}.get(n, n - 1 if n > 0 else n + 1))
     if n is None:  # the function's own dim argument: ignored everywhere at once (see TOGETHER)
-        yield "dim-arg", old, new, f"use dim={new} instead of dim={_text(source, old)}"
+        yield "dim-arg", old, new, t("practice.explain.mutants.use_dim", new=new, old=_text(source, old))
     else:
-        yield "dim", old, new, f"use dim={new} instead of dim={_text(source, old)} in the {node.func.attr}"
+        yield "dim", old, new, t("practice.explain.mutants.use_dim_in", new=new, old=_text(source, old),
+                                 method=node.func.attr)
 
 
 def _names_dim(node: ast.AST) -> bool:
@@ -302,7 +313,7 @@ def interleave_to_repeat(node, parents, source):
     receiver = _text(source, tensor) if isinstance(tensor, ATOMS) else f"({_text(source, tensor)})"
     new = f"{receiver}.repeat({', '.join(counts)})"
     old = f"repeat_interleave({_args(source, rest, node)})"
-    yield "repeat", node, new, f"use repeat({', '.join(counts)}) instead of {old}"
+    yield "repeat", node, new, t("practice.explain.mutants.use_repeat", counts=", ".join(counts), old=old)
 
 
 MASK_CALLS = ("masked_fill", "masked_fill_", "where")
@@ -312,24 +323,24 @@ def flip_mask(node, parents, source):
     """~m -> m; m.logical_not() -> m; `== 0` <-> `!= 0` in a mask test; masked_fill(m, ...) -> masked_fill(~m, ...)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
         yield "mask", node, _stand_in(source, node.operand, node, parents), \
-            f"write {_text(source, node.operand)} instead of {_text(source, node)}"
+            t("practice.explain.mutants.write", new=_text(source, node.operand), old=_text(source, node))
     elif _method(node, "logical_not"):
         tensor, _ = _tensor_arg(node)
         if tensor is not None:
             yield "mask", node, _stand_in(source, tensor, node, parents), \
-                f"write {_text(source, tensor)} instead of {_text(source, node)}"
+                t("practice.explain.mutants.write", new=_text(source, tensor), old=_text(source, node))
     elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
         sides = (node.left, node.comparators[0])
         flags = any(isinstance(s, ast.Constant) and s.value in (0, 1) and type(s.value) in (int, bool) for s in sides)
         if flags and (_in_mask_call(node, parents) or _mentions_mask(node)):
             op = "!=" if isinstance(node.ops[0], ast.Eq) else "=="
             new = f"{_text(source, node.left)} {op} {_text(source, node.comparators[0])}"
-            yield "mask", node, new, f"write {new} instead of {_text(source, node)}"
+            yield "mask", node, new, t("practice.explain.mutants.write", new=new, old=_text(source, node))
     elif _method(node, *MASK_CALLS):
         mask = _mask_arg(node)
         if isinstance(mask, (ast.Name, ast.Attribute, ast.Subscript)):
             new = f"~{_text(source, mask)}"
-            yield "mask", mask, new, f"write {new} instead of {_text(source, mask)}"
+            yield "mask", mask, new, t("practice.explain.mutants.write", new=new, old=_text(source, mask))
 
 
 def _mask_arg(call: ast.Call) -> ast.AST | None:
@@ -370,7 +381,7 @@ def fill_zero(node, parents, source):
         values = [kw.value] if (kw := _kwarg(node, "value")) is not None else node.args[at:at + 1]
     for value in values:
         if _very_negative(value):
-            yield "fill", value, "0.0", f"fill with 0.0 instead of {_text(source, value)}"
+            yield "fill", value, "0.0", t("practice.explain.mutants.fill", old=_text(source, value))
 
 
 def _very_negative(node: ast.AST) -> bool:
@@ -400,7 +411,7 @@ def drop_max(node, parents, source):
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and _is_max(node.right, parents) \
             and not _is_max(node.left, parents):  # m_old - m_new is the rescale, another thing
         yield "max", node, _stand_in(source, node.left, node, parents), \
-            f"drop the max subtraction (- {_text(source, node.right)})"
+            t("practice.explain.mutants.drop_max", max=_text(source, node.right))
 
 
 def _is_max(node: ast.AST, parents: dict, seen: frozenset = frozenset()) -> bool:
@@ -453,12 +464,16 @@ _ATTENTION = ("missing-scale", "wrong-scale", "softmax-wrong-dim", "mask-inverte
               "mask-after-softmax", "nan-output", "wrong-output-shape", "exception")
 _MODULE = _ATTENTION + ("mask-head-broadcast", "wrong-head-split", "wrong-head-merge", "missing-output-projection",
                        "mask-fill-zero", "scale-after-softmax", "wrong-projection", "projection-before-merge")
-# a title with a parameter, as a choice: the parameter's most common value
-CHOICE_PARAMS = {"mask-fill-zero": {"value": "0"}, "missing-residual": {"sublayer": "a sub-layer"}}
-# A title alone does not say what happens for these: the contract's words do
-CONSEQUENCE = {
-    "mask-head-broadcast": "silently wrong when B == H, an error otherwise",
-}
+
+
+def _choice_params(slug: str) -> dict:
+    """A title with a parameter, as a choice: the parameter's most common value."""
+    return {"mask-fill-zero": {"value": "0"},
+            "missing-residual": {"sublayer": t("practice.explain.mutants.a_sublayer")}}.get(slug, {})
+
+
+# A title alone does not say what happens for these: the contract's words do (practice.explain.mutants.<slug>)
+CONSEQUENCE = {"mask-head-broadcast"}
 # values-mismatch: "no known mistake explains it" teaches nothing, and the mutant's true story may be one of
 # the wrong choices (a sum over the wrong axis is named so when the max was taken over the right one)
 NOT_ASKED = {"values-mismatch", "internal-error", "torch-modified", "checker-reached", "syntax-error", "timeout",
@@ -485,18 +500,20 @@ def choice_text(slug: str, title: str) -> str:
     if slug == "exception":
         before, _, after = findings.WORDING["exception"][1].partition("{type}")
         kind = title[len(before):len(title) - len(after) or None] if title.startswith(before) else title
-        return f"an error: {kind}"
-    return f"{title}: {CONSEQUENCE[slug]}" if slug in CONSEQUENCE else title
+        return t("practice.explain.mutants.an_error", type=kind)
+    if slug in CONSEQUENCE:
+        return t("practice.explain.mutants.consequence", title=title, consequence=t(f"practice.explain.mutants.{slug}"))
+    return title
 
 
 def _slug_choice(slug: str, exercise: str = "") -> str:
     """A diagnosis of the exercise as a wrong choice, in findings.py's words (the exercise's own, where it has
     them: mla's missing scale is sqrt(d_nope + d_rope))."""
     if slug == "exception":
-        return "an error: RuntimeError"
+        return t("practice.explain.mutants.an_error", type="RuntimeError")
     own = findings.mistakes().get(slug, {}).get(exercise)
     title = own.get("title") if isinstance(own, dict) else None
-    return choice_text(slug, (title or findings.WORDING[slug][1]).format(**CHOICE_PARAMS.get(slug, {})))
+    return choice_text(slug, (title or findings.WORDING[slug][1]).format(**_choice_params(slug)))
 
 
 def what_breaks(path: Path, exercise: str, seed: int, limit: int = 2, *,
@@ -614,10 +631,11 @@ def _question(m: Mutant, report, exercise: str, source: str, verdicts: list[str]
         "kind": "breaks",
         "line": m.line,
         "code": _lines(source)[m.line - 1].strip(),
-        "prompt": f"What breaks if you {m.what}?",
+        "prompt": t("practice.explain.mutants.prompt", what=m.what),
         "choices": choices,
         "answer": choices.index(right),
-        "explain": f"the checker named {first.slug}: {first.title}" + (f"; evidence {evidence}" if evidence else ""),
+        "explain": t("practice.explain.mutants.named_evidence", slug=first.slug, title=first.title, evidence=evidence)
+        if evidence else t("practice.explain.mutants.named", slug=first.slug, title=first.title),
         "slug": first.slug,
         "mutated": _lines(m.source)[m.line - 1].strip(),  # the line as the mutant has it
     }

@@ -12,27 +12,33 @@ from collections import Counter
 from rich.console import Console
 from rich.text import Text
 
+from attn_drill.i18n import t
 from attn_drill.practice import explain
-from attn_drill.render.report import hanging, phrases, say, text
-
-SHAPE_HELP = "symbols, e.g. B H Tq Tk"
+from attn_drill.render.report import hanging, phrases, say_key, text
+from attn_drill.say import cells
 
 
 def header(out: Console, ex_id: str, path: str, r: "explain.Round") -> None:
-    say(out, "Explain ", (path, "bold"), f" ({ex_id}): {len(r.questions)} questions about your own lines.")
-    out.print(Text.assemble(("traced on ", "dim"), text(r.case, one_line=True)))
-    out.print(Text.assemble(("inputs    ", "dim"), text(r.given, one_line=True)))
-    out.print(Text("Answer shapes in symbols (B H Tq Tk, or (B, H, Tq, Tk)); choices by number.", style="dim"))
+    say_key(out, "practice.explain.screen.header", path=(path, "bold"), id=ex_id, n=len(r.questions))
+    out.print(Text.assemble((t("practice.explain.screen.traced"), "dim"), text(r.case, one_line=True)))
+    out.print(Text.assemble((t("practice.explain.screen.inputs"), "dim"), text(r.given, one_line=True)))
+    out.print(Text(t("practice.explain.screen.how"), style="dim"))
 
 
-def question(out: Console, q: dict, i: int, n: int, label: str = "Question") -> None:
+def kind(name: str) -> str:
+    """A question's kind (shape, breaks, cost, concept) as the screen names it."""
+    return t(f"practice.explain.screen.kind.{name}") if name in explain.KINDS else name
+
+
+def question(out: Console, q: dict, i: int, n: int, label: str | None = None) -> None:
     out.print()
-    out.print(Text.assemble((f"{label} {i}/{n}", "bold cyan"), (f"  {q['kind']}", "dim")))
+    label = t("practice.explain.screen.question") if label is None else label
+    out.print(Text.assemble((f"{label} {i}/{n}", "bold cyan"), (f"  {kind(q['kind'])}", "dim")))
     if q.get("line"):
         code = explain.shown(q.get("code") or "")  # mutants.py gives the raw line: its comment goes
-        lead = f"line {q['line']}  "
-        for k, part in enumerate(wrap_code(code, max(20, min(out.width, 80) - len(lead)))):
-            out.print(Text.assemble((lead if k == 0 else " " * len(lead), "cyan"), text(part, "bold", one_line=True)))
+        lead = t("practice.explain.screen.line", line=q["line"])
+        for k, part in enumerate(wrap_code(code, max(20, min(out.width, 80) - cells(lead)))):
+            out.print(Text.assemble((lead if k == 0 else " " * cells(lead), "cyan"), text(part, "bold", one_line=True)))
     out.print(text(phrases(q["prompt"], min(out.width, 80)), "bold"), soft_wrap=True)
     choices(out, q.get("choices") or ())
 
@@ -67,25 +73,28 @@ def wrap_code(code: str, width: int) -> list[str]:
 
 def ask(q: dict) -> str:
     """The prompt the answer is typed after."""
-    return f"answer (1-{len(q['choices'])}, then Enter): " if q.get("choices") else f"answer ({SHAPE_HELP}): "
+    return t("mock.answer_prompt", n=len(q["choices"])) if q.get("choices") else t("practice.explain.screen.ask_shape")
 
 
 def answered(out: Console, q: dict, given: str | None, right: bool) -> None:
     if right:
-        out.print(Text("✓ right.", style="bold green"))
+        out.print(Text(t("mock.right"), style="bold green"))
     else:
-        said = "no answer" if given is None or not given.strip() else f"you said {given.strip()}"
-        out.print(hanging("✗ not quite ", f"({said}): the answer is {explain.truth(q)}", min(out.width, 80),
-                          "bold red"), soft_wrap=True)
-    out.print(hanging("why: ", q.get("explain") or "", min(out.width, 80), "dim"), soft_wrap=True)
+        said = t("mock.no_answer") if given is None or not given.strip() else \
+            t("practice.explain.screen.you_said", given=given.strip())
+        answer = t("practice.explain.screen.the_answer", said=said, truth=explain.truth(q))
+        out.print(hanging(t("mock.not_quite"), answer, min(out.width, 80), "bold red"), soft_wrap=True)
+    out.print(hanging(t("mock.why"), q.get("explain") or "", min(out.width, 80), "dim"), soft_wrap=True)
 
 
 def tally(out: Console, questions: list[dict], answers: list) -> None:
     """"Explained 3 of 5" and, when some were missed, which kinds."""
     right = [explain.is_right(q, a) for q, a in zip(questions, answers)]
     missed = Counter(q["kind"] for q, ok in zip(questions, right) if not ok)
-    line = Text.assemble(("Explained ", "bold"), (f"{sum(right)} of {len(questions)}", "bold"))
+    line = Text.assemble((t("practice.explain.screen.explained", right=sum(right), total=len(questions)), "bold"))
     if missed:
-        line.append(f"; missed: {', '.join(f'{k} x{n}' for k, n in missed.items())}")
+        kinds = t("practice.explain.screen.sep").join(t("practice.explain.screen.missed_kind", kind=kind(k), n=n)
+                                                      for k, n in missed.items())
+        line.append(t("practice.explain.screen.missed", kinds=kinds))
     out.print()
     out.print(line)

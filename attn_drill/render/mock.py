@@ -16,7 +16,8 @@ from rich.text import Text
 from attn_drill.render import explain as render_explain, report as render
 from attn_drill.render.listing import duration
 from attn_drill.practice.mock import HINT_COST
-from attn_drill.render.report import say, text
+from attn_drill.i18n import t
+from attn_drill.render.report import say, say_key, text
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
@@ -46,9 +47,8 @@ def _clear(out: Console) -> None:
 
 # -- watch -----------------------------------------------------------------------------------------
 def watch_intro(out: Console, ex: "Exercise", path: str) -> None:
-    say(out, "Watching ", (path, "bold"), f" ({ex.id}, target {ex.minutes} min): every save is checked. "
-             "Ctrl-C stops.")
-    say(out, ("Starting the checker (torch loads once)...", "dim"))
+    say_key(out, "watch.intro", path=(path, "bold"), id=ex.id, minutes=ex.minutes)
+    say(out, (t("watch.starting"), "dim"))
 
 
 def watch_report(out: Console, rep: "Report", ex: "Exercise") -> None:
@@ -65,29 +65,27 @@ def watch_footer(out: Console, rep: "Report", ex: "Exercise", path: str, *, took
                  best: float | None, after: list[str] = ()) -> None:
     if rep.passed and (took is not None or after):
         render.solved(out, ex, took, best, after)
-    say(out, (f"{time.strftime('%H:%M:%S')}  watching {path}: save to check again, Ctrl-C to stop.", "dim"))
+    say(out, (t("watch.footer", now=time.strftime('%H:%M:%S'), path=path), "dim"))
     out.file.flush()
 
 
 def watch_checking(out: Console, path: str, again: bool) -> None:
     """A check has started (again: a newer save cancelled the one running)."""
-    what = "saved again: the running check is stopped; checking…" if again else f"checking {path}…"
+    what = t("watch.again") if again else t("watch.checking", path=path)
     say(out, (f"{time.strftime('%H:%M:%S')}  {what}", "yellow"))
     out.file.flush()
 
 
 def watch_missing(out: Console, path: str, stopped: bool = False) -> None:
-    what = "the running check is stopped; " if stopped else ""
-    say(out, (f"{path} is gone; {what}waiting for it to come back (Ctrl-C stops).", "yellow"))
+    say(out, (t("watch.gone_stopped" if stopped else "watch.gone", path=path), "yellow"))
 
 
 def watch_stopped(out: Console) -> None:
-    say(out, "Stopped watching.")
+    say(out, t("watch.stopped"))
 
 
 # -- mock --------------------------------------------------------------------------------------------
-ENDINGS = {"time": ("Time's up.", "bold yellow"), "quit": ("You ended the coding part.", "bold"),
-           "pass": ("Passed: the coding part is done.", "bold green")}
+ENDINGS = {"time": "bold yellow", "quit": "bold", "pass": "bold green"}  # how the coding part ended: its style
 
 
 class MockScreen:
@@ -109,33 +107,30 @@ class MockScreen:
         if note:
             say(out, (note, "yellow"))
         if resumed and session.phase != "coding":
-            say(out, "Resuming your mock of ", (ex.id, "bold cyan"), " at the follow-up questions.")
+            say_key(out, "mock.resume_questions", id=(ex.id, "bold cyan"))
             return
         if resumed:
-            say(out, "Resuming your mock of ", (ex.id, "bold cyan"), f": {clock(session.left())} left "
-                     f"(the clock kept running). Your file: ", (path, "bold"))
+            say_key(out, "mock.resume", id=(ex.id, "bold cyan"), left=clock(session.left()), path=(path, "bold"))
         else:
-            why = f" ({session.reason})" if session.reason else ""
-            say(out, "Mock interview: ", (ex.id, "bold cyan"), f"  {ex.title}{why}")
+            why = t("mock.reason", reason=session.reason) if session.reason else ""
+            say_key(out, "mock.intro", id=(ex.id, "bold cyan"), title=ex.title, why=why)
             if backup:
-                say(out, "An older mock file was backed up to ", (str(backup), "bold"))
-            say(out, "Your file: ", (path, "bold"))
-            say(out, "(a fresh one: your practice file is not touched)")
-        limit = f"{clock(session.limit_seconds)} on the clock, target {clock(session.target_seconds)}"
-        mode = "strict: no hints, no feedback until one check at the end" if session.strict else \
-            "every save is checked"
-        say(out, f"{limit}; {mode}.")
+                say_key(out, "mock.backed_up", path=(str(backup), "bold"))
+            say_key(out, "mock.your_file", path=(path, "bold"))
+            say(out, t("mock.fresh"))
+        mode = t("mock.strict_mode") if session.strict else t("mock.every_save")
+        say(out, t("mock.clock", limit=clock(session.limit_seconds), target=clock(session.target_seconds), mode=mode))
         out.print()
         out.print(render.task(ex, out.width), soft_wrap=True)
         out.print()
 
     def coding(self, session, ex: "Exercise") -> None:
-        keys = "q submit" if session.strict else "h hint · c check now · q end the coding part"
-        say(self.out, ("Keys: ", "dim"), (keys, "dim"))
-        say(self.out, ("Ctrl-C leaves; attn-drill mock resumes.", "dim"))
+        keys = t("mock.keys_strict") if session.strict else t("mock.keys")
+        say(self.out, (t("mock.keys_label"), "dim"), (keys, "dim"))
+        say(self.out, (t("mock.ctrl_c"), "dim"))
 
     def tick(self, session, left: float) -> None:
-        text = f"⏱ {clock(left)} left · checks {session.checks} · hints {session.hints}"
+        text = t("mock.tick", left=clock(left), checks=session.checks, hints=session.hints)
         if self.tty:
             if text != self._line:
                 self.out.file.write("\r\033[K" + text)
@@ -149,28 +144,28 @@ class MockScreen:
         """A hint, `about` the mistake the last check named (its own count), else one of the exercise's."""
         self._break()
         if text is None:
-            say(self.out, f"No more hints (all {total} used).")
+            say(self.out, t("mock.no_more_hints", total=total))
         else:
-            which = f"hint for {about} {shown}/{total}  " if about else f"hint {shown}/{total}  "
+            which = t("mock.hint_about", about=about, i=shown, n=total) if about else t("report.hint", i=shown, n=total)
             # the one wrapping rule, under the hint's first word; the cost on the last line
-            line = render.hanging(which, f"{text}  (-{HINT_COST} points)", min(self.out.width, 80), "cyan", "bold")
+            line = render.hanging(which, text + t("mock.hint_cost", cost=HINT_COST), min(self.out.width, 80), "cyan",
+                                  "bold")
             self.out.print(line, soft_wrap=True)
 
     def strict_no_hints(self) -> None:
         self._break()
-        say(self.out, ("Strict mode: no hints, as at a whiteboard.", "yellow"))
+        say(self.out, (t("mock.strict_no_hints"), "yellow"))
 
     def strict_no_feedback(self) -> None:
         self._break()
-        say(self.out, (f"{time.strftime('%H:%M:%S')} saved. Strict mode: your file is checked once, at the end.",
-                       "dim"))
+        say(self.out, (t("mock.strict_saved", now=time.strftime('%H:%M:%S')), "dim"))
 
     def checking(self, session) -> None:
         self._break()
         if self.tty:
-            self.out.file.write("checking...")
+            self.out.file.write(t("mock.checking"))
             self.out.file.flush()
-            self._line = "checking..."
+            self._line = t("mock.checking")
 
     def report(self, session, rep: "Report", ex: "Exercise") -> None:
         self._break()
@@ -180,33 +175,33 @@ class MockScreen:
 
     def ended(self, session, why: str) -> None:
         self._break()
-        text, style = ENDINGS.get(why, (why, ""))
-        say(self.out, (text, style), f"  ({mmss(session.used)} used)")
+        text = t(f"mock.ended_{why}") if why in ENDINGS else why
+        say(self.out, (text, ENDINGS.get(why, "")), t("mock.used", used=mmss(session.used)))
 
     def left(self, session) -> None:
         self._break()
-        say(self.out, "Left the mock; its clock keeps running. ", ("attn-drill mock", "bold cyan"), " resumes it.")
+        say_key(self.out, "mock.left", command=("attn-drill mock", "bold cyan"))
 
     def question(self, q: "Question", i: int, n: int) -> None:
         self._break()
         out = self.out
         out.print()
-        say(out, (f"Follow-up {i}/{n}", "bold cyan"), f"  ({', '.join(q.concepts)})")
+        say(out, (t("mock.follow_up", i=i, n=n), "bold cyan"), f"  ({', '.join(q.concepts)})")
         out.print(render.text(render.phrases(q.question, min(out.width, 80)), "bold"), soft_wrap=True)
         render_explain.choices(out, q.choices)
-        self.out.file.write(f"answer (1-{len(q.choices)}, then Enter): ")
+        self.out.file.write(t("mock.answer_prompt", n=len(q.choices)))
         self.out.file.flush()
 
     def tracing(self) -> None:
         self._break()
-        say(self.out, ("Tracing your file for questions about your own lines...", "dim"))
+        say(self.out, (t("mock.tracing"), "dim"))
 
     def explain_question(self, q: dict, i: int, n: int) -> None:
         """A follow-up on the user's own file (explain.py's question)."""
         from attn_drill.render import explain as render_explain
 
         self._break()
-        render_explain.question(self.out, q, i, n, label="Follow-up")
+        render_explain.question(self.out, q, i, n, label=t("mock.follow_up_label"))
         self.out.file.write(render_explain.ask(q))
         self.out.file.flush()
 
@@ -222,7 +217,7 @@ class MockScreen:
     def answer_given(self, given, scripted: bool) -> None:
         """Echo a scripted answer after the prompt (a typed one has echoed itself, Enter included)."""
         if scripted:
-            self.out.file.write(f"{'-' if given is None else given} (from --answers)\n")
+            self.out.file.write(t("mock.from_answers", given='-' if given is None else given) + "\n")
         self.out.file.flush()
 
     def explain_answered(self, q: dict, given: str | None) -> None:
@@ -234,18 +229,18 @@ class MockScreen:
 
     def answered(self, q: "Question", choice: int | None) -> None:
         if q.is_right(choice):
-            say(self.out, ("✓ right.", "bold green"))
+            say(self.out, (t("mock.right"), "bold green"))
         else:
-            given = "no answer" if choice is None else f"you said {choice}"
-            self.out.print(render.hanging("✗ not quite ", f"({given}): the answer is {q.answer}) "
-                                          f"{q.choices[q.answer - 1]}", min(self.out.width, 80), "bold red"),
-                           soft_wrap=True)
-        self.out.print(render.hanging("why: ", q.explanation, min(self.out.width, 80), "dim"), soft_wrap=True)
+            given = t("mock.no_answer") if choice is None else t("mock.you_said", choice=choice)
+            self.out.print(render.hanging(t("mock.not_quite"), t("mock.the_answer", given=given, n=q.answer,
+                                                                  choice=q.choices[q.answer - 1]),
+                                          min(self.out.width, 80), "bold red"), soft_wrap=True)
+        self.out.print(render.hanging(t("mock.why"), q.explanation, min(self.out.width, 80), "dim"), soft_wrap=True)
 
     def scorecard(self, card: dict, ex: "Exercise") -> None:
         out = self.out
         out.print()
-        out.rule("scorecard")
+        out.rule(t("mock.scorecard"))
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="dim", no_wrap=True)
         grid.add_column(overflow="fold")
@@ -256,32 +251,34 @@ class MockScreen:
 
 
 def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
-    strict = "  (strict)" if card.get("strict") else ""
+    strict = t("mock.strict_tag") if card.get("strict") else ""
     if card["passed"]:
-        verdict = Text.assemble(("✓ passed", "bold green"))
+        verdict = Text.assemble((t("mock.card_passed"), "bold green"))
     else:
         why = ", ".join(map(str, card.get("final_slugs") or [])) or (
-            "never checked" if not card["checks"] else "did not pass")
-        verdict = Text.assemble(("✗ failed", "bold red"), text(f": {why}", one_line=True))
-    time_used = f"{mmss(card['seconds_used'])} used, target {mmss(card['target_seconds'])}"
+            t("mock.never_checked") if not card["checks"] else t("mock.did_not_pass"))
+        verdict = Text.assemble((t("mock.card_failed"), "bold red"), text(f": {why}", one_line=True))
+    time_used = t("mock.time_used", used=mmss(card['seconds_used']), target=mmss(card['target_seconds']))
     if card.get("limit_seconds") and card["limit_seconds"] != card["target_seconds"]:
-        time_used += f" (limit {mmss(card['limit_seconds'])})"
+        time_used += t("mock.time_limit", limit=mmss(card['limit_seconds']))
     q, mine = card["questions"], card.get("explained") or {}
-    mistakes = ", ".join(f"{m['slug']} x{m['count']}" for m in card.get("mistakes", [])) or "none"
+    mistakes = ", ".join(f"{m['slug']} x{m['count']}" for m in card.get("mistakes", [])) or t("mock.none")
     p = card["points"]
-    hints = f" - hints {-p['hints']}" if p["hints"] else ""
+    hints = t("mock.points_hints", hints=-p['hints']) if p["hints"] else ""
     score = Text.assemble((f"{card['score']} / 100", "bold"),
-                          f"   (pass {p['pass']} + time {p['time']} + questions {p['questions']}{hints})")
+                          t("mock.points", passed=p['pass'], time=p['time'], questions=p['questions'], hints=hints))
     return [
-        ("exercise", Text.assemble((ex.id, "bold cyan"), f"  {ex.title}{strict}")),
-        ("correctness", verdict),
-        ("time", Text(time_used, style="green" if card["seconds_used"] <= card["target_seconds"] else "")),
-        ("checks run", Text(str(card["checks"]))),
-        ("hints used", Text(str(card["hints"]))),
-        *([("explained", Text(f"{mine['right']} of {mine['total']} (your own lines)"))] if mine.get("total") else []),
-        *([("questions", Text(f"{q['right']} / {q['total']} right"))] if q["total"] or not mine.get("total") else []),
-        ("mistakes", text(mistakes, one_line=True)),
-        ("score", score),
+        (t("mock.row_exercise"), Text.assemble((ex.id, "bold cyan"), f"  {ex.title}{strict}")),
+        (t("mock.row_correctness"), verdict),
+        (t("mock.row_time"), Text(time_used, style="green" if card["seconds_used"] <= card["target_seconds"] else "")),
+        (t("mock.row_checks"), Text(str(card["checks"]))),
+        (t("mock.row_hints"), Text(str(card["hints"]))),
+        *([(t("mock.row_explained"), Text(t("mock.explained", right=mine['right'], total=mine['total'])))]
+          if mine.get("total") else []),
+        *([(t("mock.row_questions"), Text(t("mock.questions", right=q['right'], total=q['total'])))]
+          if q["total"] or not mine.get("total") else []),
+        (t("mock.row_mistakes"), text(mistakes, one_line=True)),
+        (t("mock.row_score"), score),
     ]
 
 
@@ -289,8 +286,8 @@ def scorecard_rows(card: dict, ex: "Exercise") -> list[tuple[str, Text]]:
 def stats(out: Console, data: dict) -> None:
     explained = data.get("explain") or {"rounds": 0}
     if not data["exercises"] and not data["mocks"]["count"] and not explained["rounds"]:
-        say(out, "Nothing recorded yet: ", ("attn-drill start sdpa", "bold cyan"), ", then ",
-            ("attn-drill check", "bold cyan"), " or ", ("attn-drill mock", "bold cyan"), ".")
+        say_key(out, "stats.nothing", start=("attn-drill start sdpa", "bold cyan"),
+                check=("attn-drill check", "bold cyan"), mock=("attn-drill mock", "bold cyan"))
         return
     if data["exercises"]:
         out.print(_exercise_table(data["exercises"]))
@@ -301,9 +298,10 @@ def stats(out: Console, data: dict) -> None:
     if mocks["count"]:
         out.print()
         out.print(_mock_table(mocks["recent"], mocks["count"]))
-        t = mocks["trend"]
-        if t["direction"]:
-            say(out, "trend  ", (t["sparkline"], "cyan"), f"  {t['direction']} ({t['change']:+g} points, later half vs earlier)")
+        trend = mocks["trend"]
+        if trend["direction"]:
+            say(out, t("stats.trend"), (trend["sparkline"], "cyan"),
+                t("stats.trend_words", direction=t(f"stats.{trend['direction']}"), change=f"{trend['change']:+g}"))
     if explained["rounds"]:
         out.print()
         out.print(_explain_table(explained))
@@ -311,26 +309,28 @@ def stats(out: Console, data: dict) -> None:
 
 def _explain_table(e: dict) -> Group:
     """Which kinds of question about your own code you miss (explain rounds and mocks' follow-ups)."""
-    title = f"Explaining your own code ({e['rounds']} round{'s' if e['rounds'] != 1 else ''}, {e['right']} of " \
-            f"{e['total']} right): what you miss"
+    title = t("stats.explain_title_one" if e["rounds"] == 1 else "stats.explain_title", rounds=e["rounds"],
+              right=e["right"], total=e["total"])
     table = Table(box=None, padding=(0, 1), pad_edge=False, header_style="bold")  # the title above: wider
-    for name, justify in (("kind", "left"), ("asked", "right"), ("missed", "right"), ("", "left")):
+    for name, justify in ((t("stats.kind"), "left"), (t("stats.asked"), "right"), (t("stats.missed"), "right"),
+                          ("", "left")):
         table.add_column(name, justify=justify, no_wrap=True)
     for k in e["kinds"]:
         share = k["missed"] / k["asked"] if k["asked"] else 0
         table.add_row(text(k["kind"], "cyan", one_line=True), str(k["asked"]), str(k["missed"]),
-                      Text(KIND_WORDS.get(k["kind"], ""), style="red" if share >= 0.5 else "dim"))
+                      Text(t(f"stats.kinds.{k['kind']}") if k["kind"] in KINDS else "",
+                           style="red" if share >= 0.5 else "dim"))
     return Group(Text(title, style="italic"), table)
 
 
-KIND_WORDS = {"shape": "the shape a line makes", "breaks": "what breaks if a line changes",
-              "cost": "what a tensor costs at real sizes", "concept": "why a line does what it does"}
+KINDS = ("shape", "breaks", "cost", "concept")  # explain's kinds of question (stats.kinds words them)
 
 
 def _exercise_table(rows: list[dict]) -> Table:
-    table = Table(title="Practice by exercise", title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
+    table = Table(title=t("stats.by_exercise"), title_justify="left", box=None, padding=(0, 1), pad_edge=False,
+                  header_style="bold")
     for name in ("exercise", "attempts", "passed", "checks", "best", "median", "target"):
-        table.add_column(name, justify="left" if name == "exercise" else "right", no_wrap=True)
+        table.add_column(t(f"stats.col.{name}"), justify="left" if name == "exercise" else "right", no_wrap=True)
     for r in rows:
         target = r["target_seconds"]
         in_time = r["best_seconds"] is not None and target and r["best_seconds"] <= target
@@ -341,7 +341,8 @@ def _exercise_table(rows: list[dict]) -> Table:
 
 
 def _mistakes(rows: list[dict]) -> Table:
-    table = Table(title="Most frequent mistakes", title_justify="left", box=None, padding=(0, 1), pad_edge=False, show_header=False)
+    table = Table(title=t("stats.frequent"), title_justify="left", box=None, padding=(0, 1), pad_edge=False,
+                  show_header=False)
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")
     for r in rows:
@@ -352,15 +353,15 @@ def _mistakes(rows: list[dict]) -> Table:
 
 
 def _mock_table(recent: list[dict], count: int) -> Table:
-    title = f"Recent mocks (last {len(recent)} of {count})" if count > len(recent) else "Mocks"
+    title = t("stats.recent_mocks", n=len(recent), count=count) if count > len(recent) else t("stats.mocks")
     table = Table(title=title, title_justify="left", box=None, padding=(0, 1), pad_edge=False, header_style="bold")
     for name, justify in (("date", "left"), ("exercise", "left"), ("score", "right"), ("result", "left"),
                           ("time", "right"), ("questions", "right")):
-        table.add_column(name, justify=justify, no_wrap=True)
+        table.add_column(t(f"stats.col.{name}"), justify=justify, no_wrap=True)
     for m in recent:
-        result = Text("passed", style="green") if m["passed"] else Text("failed", style="red")
+        result = Text(t("list.passed"), style="green") if m["passed"] else Text(t("stats.failed"), style="red")
         if m["strict"]:
-            result.append(" (strict)", style="dim")
+            result.append(t("stats.strict"), style="dim")
         table.add_row(m["ended_at"][:16].replace("T", " "), text(m["exercise"], "cyan", one_line=True), str(m["score"]),
                       result, f"{mmss(m['seconds_used'])} / {mmss(m['target_seconds'])}",
                       f"{m['questions_right'] + m.get('explained_right', 0)}/"  # every follow-up, as scored

@@ -19,6 +19,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from attn_drill import i18n
 from attn_drill.i18n import t
 from attn_drill.say import printable
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
@@ -47,10 +48,11 @@ def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose:
     the stages (one line of marks and the detail of a stage that failed or warned; every stage's detail
     with `verbose`), the file and seed, and the verdict."""
     rep.sort_findings()
+    seen: set = set()  # the glossary terms this report has used (i18n.gloss: the first gets its English)
     for i, f in enumerate(rep.findings):
         if i:
             console.print()
-        console.print(finding(f, _source_line(rep.file, f.line), width=console.width))
+        console.print(finding(f, _source_line(rep.file, f.line), width=console.width, seen=seen))
         if f.picture:
             pic = picture(f.picture)
             if pic is not None:
@@ -223,12 +225,14 @@ def _source_line(file: str, line: int | None) -> str:
     return ""
 
 
-def finding(f: Finding, source: str = "", width: int = 80) -> Group:
-    """slug and title on the first line, then your line, the evidence, the fix and why."""
+def finding(f: Finding, source: str = "", width: int = 80, seen: set | None = None) -> Group:
+    """slug and title on the first line, then your line, the evidence, the fix and why; in Chinese a glossary
+    term's first use in the report (`seen`) gets its English."""
+    seen = set() if seen is None else seen
     error = f.level == "error"
     head = Text.assemble(
         (t("report.error") if error else t("report.warning"), "bold red" if error else "bold yellow"), "  ",
-        text(f.slug, "bold", one_line=True), "  ", text(f.title, one_line=True),
+        text(f.slug, "bold", one_line=True), "  ", text(i18n.gloss(f.title, seen), one_line=True),
     )
     grid = _labelled()
     labels = [t("report.your_line")] if f.line else []
@@ -241,6 +245,7 @@ def finding(f: Finding, source: str = "", width: int = 80) -> Group:
                                                 text(f"  {source}" if source else "", one_line=True)))
     for label, value in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)):
         if value:
+            value = i18n.gloss(value, seen)
             grid.add_row(t(f"report.{label}"), text(phrases(value, inner), "green" if label == "fix" else ""))
     return Group(head, _indent(grid, 2))
 
@@ -311,7 +316,7 @@ def picture(pic: dict):
     title = pic.get("title") or pic.get("case") or t("report.weights")
     grid = Table.grid(padding=(0, 4))
     grid.add_row(heatmap(t("report.yours"), yours, expected), heatmap(t("report.expected"), expected))
-    axes = "" if "quer" in str(title) else t("report.axes")
+    axes = "" if "quer" in str(title) or "查询" in str(title) else t("report.axes")  # the title names them
     legend = Text(axes + t("report.legend", shades=SHADES[1:]), style="dim")
     parts = [text(title, "bold"), grid, legend]
     if pic.get("caption"):

@@ -8,14 +8,14 @@ differs. Blocks go several to a line where they fit (80 columns at most). Withou
 
 from __future__ import annotations
 
-import textwrap
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from attn_drill.practice.show import DIFF, Head, heads
-from attn_drill.render.report import say, shade, text
+from attn_drill.i18n import t
+from attn_drill.render.report import say_key, shade, text
+from attn_drill.say import cells, fill
 
 WIDTH = 80  # never wider, whatever the terminal
 GAP = 2  # spaces between two head blocks, and between yours and the reference's
@@ -42,16 +42,12 @@ def _header(result: dict, ex_id: str, path: str, seed: int) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="dim", no_wrap=True)
     grid.add_column(overflow="fold")
-    grid.add_row("show", Text.assemble((ex_id, "bold cyan"), "  ", text(path, one_line=True)))
-    grid.add_row("example", text(f"{result.get('case', '')}; batch {result.get('batch', 0)}, seed {seed}"))
-    grid.add_row("weights", text(f"{result.get('how', '')}; rows = queries, columns = keys"))
-    grid.add_row("shades", Text(f"blank = 0 (a hidden key), ░ ▒ ▓ █ up to 1, ? = NaN; top = each query's "
-                                f"strongest key; entropy in bits, the mean over the queries; * and red = differs "
-                                f"from the reference (by > {DIFF:g})" + SINK_SAID * _has_sink(result)))
+    grid.add_row(t("show.show"), Text.assemble((ex_id, "bold cyan"), "  ", text(path, one_line=True)))
+    grid.add_row(t("show.example"), text(t("show.example_is", case=result.get('case', ''), batch=result.get('batch', 0),
+                                           seed=seed)))
+    grid.add_row(t("show.weights"), text(t("show.weights_are", how=result.get('how', ''))))
+    grid.add_row(t("show.shades"), Text(t("show.legend", diff=f"{DIFF:g}") + t("show.sink_said") * _has_sink(result)))
     return grid
-
-
-SINK_SAID = "; sink takes = each query's share left to the sink, 1 - its row's sum"
 
 
 def _has_sink(result: dict) -> bool:
@@ -67,9 +63,10 @@ def _block(h: Head) -> list[Text]:
     keys = len(h.reference[0]) if h.reference else 0
     mw = _map_width(keys)
     width = LABEL + mw + GAP + mw
-    lines = [Text(f"head {h.index}", style="bold"),
-             Text(" " * LABEL + "yours".ljust(mw + GAP) + "reference", style="dim"),
-             Text(" " * LABEL + (_axis(keys) + " top").ljust(mw + GAP) + _axis(keys) + " top", style="dim")]
+    yours, top = t("show.yours"), t("show.top")
+    lines = [Text(t("show.head", i=h.index), style="bold"),
+             Text(" " * LABEL + yours + " " * max(1, mw + GAP - cells(yours)) + t("show.reference"), style="dim"),
+             Text(" " * LABEL + (_axis(keys) + " " + top).ljust(mw + GAP) + _axis(keys) + " " + top, style="dim")]
     tops_y, tops_r = _tops(h.yours), _tops(h.reference)
     for i, ref_row in enumerate(h.reference):
         line = Text(f"{'q' + str(i):>{LABEL - 1}} ", style="dim")
@@ -78,7 +75,8 @@ def _block(h: Head) -> list[Text]:
             line.append(f" {tops_y[i]:>2}")
             line.append("*" if i in h.tops else " ", style="bold red")
         else:
-            line.append(("(none)" if i == 0 else "").ljust(mw), style="dim")
+            none = t("show.none") if i == 0 else ""
+            line.append(none + " " * max(0, mw - cells(none)), style="dim")
         line.append(" " * GAP)
         line.append_text(_cells(ref_row, set()))
         line.append(f" {tops_r[i]:>2} ")
@@ -107,30 +105,41 @@ def _cells(row: list, bad: set) -> Text:
 def _verdict(h: Head, width: int) -> list[tuple[str, str]]:
     """The head's entropy and what differs, wrapped to the block's width."""
     y, r = h.entropies
-    ent = "entropy " + ("-" if y is None else f"{y:.2f}") + ("*" if h.entropy_differs else "") + \
-        " (reference " + ("-" if r is None else f"{r:.2f}") + ")"
+    ent = t("show.entropy", yours="-" if y is None else f"{y:.2f}", mark="*" if h.entropy_differs else "",
+            reference="-" if r is None else f"{r:.2f}")
     if h.yours is None:
-        what, style = "no weights of yours to compare", "yellow"
+        what, style = t("show.no_weights"), "yellow"
     elif h.same:
-        what, style = "✓ same as the reference", "green"
+        what, style = t("show.same"), "green"
     else:
         parts = []
         if h.cells:
-            parts.append(f"{len(h.cells)} of {h.size} weights differ")
+            parts.append(t("show.differ", n=len(h.cells), size=h.size))
         if h.tops:
-            parts.append("top key differs at " + " ".join(f"q{i}" for i in h.tops))
-        what, style = "✗ " + "; ".join(parts), "red"
-    out = [(line, "") for line in textwrap.wrap(ent, width - 2, initial_indent="  ", subsequent_indent="  ")]
+            parts.append(t("show.top_differs", at=" ".join(f"q{i}" for i in h.tops)))
+        what, style = "✗ " + t("show.and").join(parts), "red"
+    out = [(line, "") for line in _wrap(ent, width - 2, "  ", "  ")]
     if h.rest is not None:  # a sink: the share of each query's row it takes (1 - the row's sum), q0 first
         def said(xs):
             return " ".join("  -" if x is None else f"{x:.2f}".removeprefix("0") for x in xs)
         mine, theirs = h.rest
         if mine is None or all(a is not None and b is not None and abs(a - b) <= DIFF for a, b in zip(mine, theirs)):
-            out.append((f"  sink takes {said(theirs)}", ""))
+            out.append((t("show.sink_takes", shares=said(theirs)), ""))
         else:
-            out += [(f"  sink takes {said(mine)} (yours)", "red"), (f"             {said(theirs)} (reference)", "")]
-    return out + [(line, style) for line in textwrap.wrap(what, width - 2, initial_indent="  ",
-                                                          subsequent_indent="    ")]
+            takes = t("show.sink_takes", shares=said(mine))
+            out += [(takes + t("show.sink_yours"), "red"),
+                    (" " * (cells(takes) - len(said(theirs))) + said(theirs) + t("show.sink_reference"), "")]
+    return out + [(line, style) for line in _wrap(what, width - 2, "  ", "    ")]
+
+
+def _wrap(words: str, width: int, first: str, rest: str) -> list[str]:
+    """textwrap.wrap's lines; with Chinese in them, wrapped between characters too (two columns each)."""
+    import textwrap
+
+    if cells(words) == len(words):
+        return textwrap.wrap(words, width, initial_indent=first, subsequent_indent=rest)
+    lines = fill(words, width - len(rest)).split("\n")
+    return [first + lines[0]] + [rest + line for line in lines[1:]]
 
 
 def _pad(line: Text, width: int) -> Text:
@@ -168,13 +177,12 @@ def _summary(groups: list) -> Text:
         total += len(hs)
         names = [str(h.index) for h in hs if not h.same]
         if names:
-            where = "" if item.get("name") == "weights" else f" of {item.get('name')}"
-            bad.append(f"{'head' if len(names) == 1 else 'heads'} {', '.join(names)}{where}")
+            where = "" if item.get("name") == "weights" else t("show.of", name=item.get('name'))
+            bad.append(t("show.heads_one" if len(names) == 1 else "show.heads", names=", ".join(names), where=where))
     if not bad:
-        every = "both heads" if total == 2 else "its one head" if total == 1 else f"all {total} heads"
-        return Text(f"Yours matches the reference on {every}.", style="bold green")
-    return Text.assemble(("Yours differs: ", "bold red"), text("; ".join(bad)),
-                         ". attn-drill check names the mistake.")
+        every = t("show.both") if total == 2 else t("show.one") if total == 1 else t("show.all", n=total)
+        return Text(t("show.matches", every=every), style="bold green")
+    return Text.assemble((t("show.differs"), "bold red"), text(t("show.and").join(bad)), t("show.check_names"))
 
 
 def verdict(out: Console, slug: str, title: str, evidence: str, line) -> None:
@@ -183,7 +191,7 @@ def verdict(out: Console, slug: str, title: str, evidence: str, line) -> None:
     detail = first[0] if first else ""
     if len(detail) > 160:
         detail = detail[:157] + "..."
-    where = f" (your line {line})" if line else ""
+    where = t("show.your_line", line=line) if line else ""
     out.print(Text.assemble(("✗ ", "bold red"), text(slug, "bold", one_line=True), "  ",
                             text(f"{title}: {detail}{where}" if detail else f"{title}{where}", one_line=True)))
-    say(out, "Nothing to draw; ", ("attn-drill check", "bold cyan"), " gives the full report.")
+    say_key(out, "show.nothing", command=("attn-drill check", "bold cyan"))

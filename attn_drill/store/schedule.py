@@ -122,11 +122,13 @@ def next_up(at: float | None = None) -> tuple["Exercise", str] | None:
 
 def when(due_at: float, at: float | None = None) -> str:
     """'now', or how far off: 'in 3 days', 'in 5 h', 'in 20 min'."""
+    from attn_drill.i18n import t
+
     left = due_at - (now() if at is None else at)
     if left <= 0:
-        return "now"
+        return t("when.now")
     for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
         if left >= size:
             n = round(left / size)
-            return f"in {n} {unit}" + ("s" if unit == "day" and n != 1 else "")
-    return "in 1 min"
+            return t(f"when.{unit}s" if unit == "day" and n != 1 else f"when.{unit}", n=n)
+    return t("when.min", n=1)

@@ -17,6 +17,7 @@ from typing import Callable
 from attn_drill import findings
 from attn_drill.judge import localise, pictures
 from attn_drill.judge.compare import closeness
+from attn_drill.i18n import t
 from attn_drill.report import Finding
 
 REGISTRY: list[tuple[tuple[str, ...], tuple[str, ...] | None, Callable]] = []
@@ -63,9 +64,11 @@ def diagnose(check) -> list[Finding]:
         cause = max(causes, key=lambda f: f.score)
         for f in symptoms:
             out.remove(f)
-            said = "your code raises" if f.slug == "exception" else "your output has NaN or inf"
-            if f.evidence.split(" on ", 1)[0] not in cause.evidence:  # not said already (raises_too)
-                cause.evidence += f"; the same mistake is why {said}: {f.evidence}"
+            said = ("evidence.attention.diagnoses.same_mistake_raises" if f.slug == "exception" else
+                    "evidence.attention.diagnoses.same_mistake_nan")
+            sep = t("evidence.attention.diagnoses.symptom_sep")  # what follows the exception's text (generic.py)
+            if f.evidence.split(sep, 1)[0].rstrip(" ，") not in cause.evidence:  # not said already (raises_too)
+                cause.evidence += t(said, evidence=f.evidence)
         cause.score = max(cause.score, 1.0)
     if not any(f.level == "error" and f.score >= 0.5 for f in out):
         out.append(values_mismatch(check, out))
@@ -145,7 +148,8 @@ def contained(fn, check, out: list, *args):
         from attn_drill.judge import load
 
         name = getattr(fn, "__name__", "a diagnosis")
-        out.append(findings.make("internal-error", f"the diagnosis {name} failed: {load.describe(e)}",
+        out.append(findings.make("internal-error", t("evidence.attention.diagnoses.diagnosis_failed", name=name,
+                                                     error=load.describe(e)),
                                  level=findings.WARNING, score=0.0))
         return None
 
@@ -201,7 +205,8 @@ def ran_and_differs(o, ref) -> bool:
 
 def exactly(worst: float) -> str:
     """How closely a variant reproduces the user's outputs, in words."""
-    return "exactly" if worst < 1e-9 else f"to {worst:.1e}"
+    return t("evidence.attention.diagnoses.exactly") if worst < 1e-9 else \
+        t("evidence.attention.diagnoses.to_within", worst=worst)
 
 
 def failed(o) -> bool:
@@ -233,8 +238,8 @@ def variant_finding(check, slug: str, knobs, how: str, line: int | None = None,
         return where_it_runs(check, slug, knobs, how, line, extra, **params)
     if numbers == 0 and any(o.outputs is not None for o in check.outcomes):
         return None  # it raises where your code raises, but not one number your code gave is reproduced
-    evidence = (f"{how}: that reproduces your outputs {exactly(worst)} on {matched} of {n} cases, "
-                f"e.g. {example.case.label}")
+    evidence = t("evidence.attention.diagnoses.reproduces", how=how, exactly=exactly(worst), matched=matched, n=n,
+                 case=example.case.label)
     return _finding(check, slug, evidence, example, line, extra, matched / n - min(worst, 0.01), **params)
 
 
@@ -278,8 +283,8 @@ def where_it_runs(check, slug: str, knobs, how: str, line, extra, **params) -> F
     if failing and ran >= 2:
         matched, telling, worst, example, numbers = match(check, knobs, ran_only=True)
         if matched == ran and telling and example is not None and numbers >= 2:
-            evidence = (f"{how}: that reproduces your outputs {exactly(worst)} on each of the {ran} cases where your "
-                        f"code runs, e.g. {example.case.label}")
+            evidence = t("evidence.attention.diagnoses.reproduces_where_it_runs", how=how, exactly=exactly(worst),
+                         ran=ran, case=example.case.label)
             return _finding(check, slug, evidence, example, line, extra, 0.95 - min(worst, 0.01), **params)
     wrong = {k for k, (o, r) in enumerate(zip(check.outcomes, check.refs))
              if o.outputs is None or ran_and_differs(o, r)}
@@ -288,16 +293,15 @@ def where_it_runs(check, slug: str, knobs, how: str, line, extra, **params) -> F
     matched, telling, worst, example, numbers = match(check, knobs, among=wrong)
     if matched < len(wrong) or not telling or example is None or numbers < 1:
         return None
-    evidence = (f"{how}: that reproduces each of the {len(wrong)} cases your code gets wrong ({exactly(worst)}), e.g. "
-                f"{example.case.label}; your code is right on the other {n - len(wrong)} (the mistake is on a path "
-                "they do not take)")
+    evidence = t("evidence.attention.diagnoses.reproduces_wrong_cases", how=how, wrong=len(wrong),
+                 exactly=exactly(worst), case=example.case.label, right=n - len(wrong))
     return _finding(check, slug, evidence, example, line, extra, 0.92 - min(worst, 0.01), **params)
 
 
 def _finding(check, slug, evidence, example, line, extra, score, **params) -> Finding:
     tail = extra(example) if extra else None
     if tail:
-        evidence += "; " + tail
+        evidence += t("evidence.attention.diagnoses.tail", tail=tail)
     picture = pictures.for_slug(check, slug, example)
     return findings.make(slug, evidence, line=line, score=score, picture=picture, **params)
 
@@ -345,12 +349,14 @@ def scale_finding(check, fitted: list[tuple[object, float]], line: int | None) -
     want = d ** -0.5
     if abs(s - want) <= 1e-3 * want:
         return None
-    expected = f"expected {want:.4f} = 1/sqrt({d}) ({o.case.label})"
+    expected = t("evidence.attention.diagnoses.scale_expected", want=want, d=d, case=o.case.label)
     if all(abs(s_ - 1.0) < 1e-3 for _, s_ in fitted):
-        return findings.make("missing-scale", f"your effective scale is {s:.3f}, {expected}", line=line, score=1.0)
+        return findings.make("missing-scale", t("evidence.attention.diagnoses.scale_missing", scale=s,
+                                                expected=expected), line=line, score=1.0)
     names = [n for n, v in check.spec.scale_names(o.case).items() if abs(v - s) <= 1e-3 * max(v, 1e-3)]
     said = f" = {names[0]}" if names else ""
-    return findings.make("wrong-scale", f"your effective scale is {s:.4f}{said}, {expected}", line=line, score=1.0)
+    return findings.make("wrong-scale", t("evidence.attention.diagnoses.scale_wrong", scale=s, said=said,
+                                          expected=expected), line=line, score=1.0)
 
 
 def line_of(o, names: set[str], last: bool = False) -> int | None:
@@ -412,18 +418,17 @@ def values_mismatch(check, out: list) -> Finding:
     o = _departing_outcome(check) or first_outcome(check)  # the case the departure is found on
     gone = contained(departure, check, out)
     where_ = "" if gone else contained(locate, check, out) or ""  # the hooks' account
-    extra = f"; {gone.said()}" if gone else ""
-    extra += f"; {where_}" if where_ else ""
+    extra = t("evidence.attention.diagnoses.tail", tail=gone.said()) if gone else ""
+    extra += t("evidence.attention.diagnoses.tail", tail=where_) if where_ else ""
+    evidence = t("evidence.attention.diagnoses.first_differing", case=o.case.label, extra=extra)
     named = departure_names(check, gone)
     if named:
-        return findings.make(named, f"first differing case: {o.case.label}{extra}", line=gone.line, score=0.6,
-                             **gone.params)
+        return findings.make(named, evidence, line=gone.line, score=0.6, **gone.params)
     if gone:
         fix = findings.step_fix(gone.kind)
-        return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
-                             line=gone.line, step=gone.step, fix=fix)
-    return findings.make("values-mismatch", f"first differing case: {o.case.label}{extra}", score=0.1,
-                         step="a step no check could name", fix=findings.step_fix("step"))
+        return findings.make("values-mismatch", evidence, score=0.1, line=gone.line, step=gone.step, fix=fix)
+    return findings.make("values-mismatch", evidence, score=0.1, step=t("evidence.attention.diagnoses.no_step"),
+                         fix=findings.step_fix("step"))
 
 
 # (the kind of step where the computation departs, how it differs there) -> the mistake that is. The right numbers
@@ -456,8 +461,8 @@ def departure_cause(check) -> Finding | None:
     named = departure_names(check, gone)
     if not named:
         return None
-    return findings.make(named, f"on a case where your code runs, {o.case.label}: {gone.said()}", line=gone.line,
-                         score=0.9, **gone.params)
+    return findings.make(named, t("evidence.attention.diagnoses.departure_cause", case=o.case.label,
+                                  said=gone.said()), line=gone.line, score=0.9, **gone.params)
 
 
 for _family in ("attention", "modules", "dims", "relpos", "softmax", "masks", "rope", "cache", "flash", "window",

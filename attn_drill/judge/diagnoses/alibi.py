@@ -9,6 +9,7 @@ case, and the scale is fitted.
 from __future__ import annotations
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import diagnosis, fitted_scale
 from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
@@ -20,17 +21,17 @@ ALIBI = ("alibi",)
 
 
 
-def _numbers(t) -> str:
-    return "[" + ", ".join(f"{float(x):.4g}" for x in t[:6]) + (", ..." if len(t) > 6 else "") + "]"
+def _numbers(xs) -> str:
+    return "[" + ", ".join(f"{float(x):.4g}" for x in xs[:6]) + (", ..." if len(xs) > 6 else "") + "]"
 
 
 def formula(check) -> str | None:
     """The SLOPES formula that gives what the user's alibi_slopes returned on every case, in words."""
-    for how, (said, _) in SLOPES.items():
+    for how in SLOPES:
         if how != "ok" and all(o.outputs is not None and o.outputs[2].shape == (o.case.dims["H"],) and
                                closeness(o.outputs[2].double(), variants_alibi.slopes(o.case.dims["H"], how).double())
                                <= 1e-6 for o in check.outcomes):
-            return said
+            return variants_alibi.said(how)
     return None
 
 
@@ -45,55 +46,55 @@ def alibi_slopes(check):
         H = o.case.dims["H"]
         said = formula(check)
         counts = sorted({w.case.dims["H"] for w, _ in wrong})
-        evidence = (f"alibi_slopes({H}) returns {_numbers(o.outputs[2])}, the paper's are {_numbers(ref[2])}"
-                    + (f": {said}" if said else "") + f"; wrong for {', '.join(map(str, counts))} heads")
+        sep = t("evidence.modern.diagnoses_alibi.list_sep")
+        evidence = (t("evidence.modern.diagnoses_alibi.returns", H=H, got=_numbers(o.outputs[2]), want=_numbers(ref[2]))
+                    + (t("evidence.modern.diagnoses_alibi.formula", said=said) if said else "")
+                    + t("evidence.modern.diagnoses_alibi.wrong_for", heads=sep.join(map(str, counts))))
         right = sorted({c.dims["H"] for c in check.cases} - set(counts))
         if right:
-            evidence += f", right for {', '.join(map(str, right))}"
+            evidence += t("evidence.modern.diagnoses_alibi.right_for", heads=sep.join(map(str, right)))
         return findings.make("alibi-slopes", evidence, score=1.0)
-    return first(check, "alibi-slopes", [(AlibiKnobs(slopes=how, returned="ok"), f"slopes {said}, inside "
-                                          "alibi_attention (your alibi_slopes itself is right)")
-                                         for how, (said, _) in SLOPES.items() if how != "ok"])
+    return first(check, "alibi-slopes", [(AlibiKnobs(slopes=how, returned="ok"),
+                                          t("evidence.modern.diagnoses_alibi.inside", said=variants_alibi.said(how)))
+                                         for how in SLOPES if how != "ok"])
 
 
 @diagnosis("alibi-sign", ALIBI)
 def alibi_sign(check):
     return first(check, "alibi-sign", [
-        (AlibiKnobs(bias="reward"), "+m * |p - j|: the bias added with the sign that rewards distance"),
-        (AlibiKnobs(bias="key_neg"), "-m * j: fairseq's form with its sign flipped, which rewards distance under "
-         "the causal mask")])
+        (AlibiKnobs(bias="reward"), t("evidence.modern.diagnoses_alibi.reward")),
+        (AlibiKnobs(bias="key_neg"), t("evidence.modern.diagnoses_alibi.key_neg"))])
 
 
 @diagnosis("alibi-bias-scaled", ALIBI)
 def alibi_scaled(check):
     return first(check, "alibi-bias-scaled", [
-        (AlibiKnobs(bias="scaled"), "(q k^T - m * |p - j|) / sqrt(d): the bias divided by sqrt(d) with the scores")])
+        (AlibiKnobs(bias="scaled"), t("evidence.modern.diagnoses_alibi.scaled"))])
 
 
 @diagnosis("alibi-key-only", ALIBI)
 def alibi_key_only(check):
     return first(check, "alibi-key-only", [
-        (AlibiKnobs(bias="key"), "+m * j: fairseq's bias, equal to -m * (p - j) up to a constant per row under the "
-         "causal mask, and not without it")])
+        (AlibiKnobs(bias="key"), t("evidence.modern.diagnoses_alibi.key"))])
 
 
 @diagnosis(("causal-misaligned", "causal-diagonal", "missing-causal-mask"), ALIBI)
 def causal(check):
-    return first(check, "missing-causal-mask", [(AlibiKnobs(causal="none"), "causal=True ignored: no mask")]) or \
+    return first(check, "missing-causal-mask", [(AlibiKnobs(causal="none"),
+                                                 t("evidence.modern.diagnoses_alibi.causal_ignored"))]) or \
         first(check, "causal-misaligned", [
-            (AlibiKnobs(origin="start"), "the distance measured from i, not from the query's position i + Tk - Tq"),
-            (AlibiKnobs(causal="top-left"), "a causal mask aligned top-left (key j visible iff j <= i)"),
-            (AlibiKnobs(origin="start", causal="top-left"), "the query taken at position i, not i + Tk - Tq, in the "
-             "distance and in the mask")]) or \
+            (AlibiKnobs(origin="start"), t("evidence.modern.diagnoses_alibi.origin_start")),
+            (AlibiKnobs(causal="top-left"), t("evidence.modern.diagnoses_alibi.top_left")),
+            (AlibiKnobs(origin="start", causal="top-left"), t("evidence.modern.diagnoses_alibi.origin_and_mask"))]) or \
         first(check, "causal-diagonal", [
-            (AlibiKnobs(causal="no-diagonal"), "a causal mask that hides the query's own key"),
-            (AlibiKnobs(causal="one-future"), "a causal mask that shows one later key")])
+            (AlibiKnobs(causal="no-diagonal"), t("evidence.modern.diagnoses_alibi.no_diagonal")),
+            (AlibiKnobs(causal="one-future"), t("evidence.modern.diagnoses_alibi.one_future"))])
 
 
 @diagnosis("softmax-wrong-dim", ALIBI)
 def softmax_dim(check):
     return first(check, "softmax-wrong-dim", [(AlibiKnobs(attn=Knobs(softmax_dim=-2)),
-                                               "the softmax over the queries (dim=-2)")])
+                                               t("evidence.modern.diagnoses_alibi.softmax_queries"))])
 
 
 @diagnosis(("missing-scale", "wrong-scale"), ALIBI)

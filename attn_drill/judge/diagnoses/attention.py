@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import load
 from attn_drill.judge.probes import modules as module_hooks
 from attn_drill.judge.compare import closeness
@@ -20,15 +21,17 @@ WINDOWED = ("sliding-window",)  # attention that returns its weights, its mask b
 
 @diagnosis("softmax-wrong-dim", ATTENTION + WINDOWED)
 def softmax_wrong_dim(check):
-    for dim, how in ((-2, "softmax over the queries (dim=-2)"), (1, "softmax over dim=1"),
-                     (0, "softmax over dim=0"), (2, "softmax over dim=2 (the queries of 4-D scores)")):
+    for dim, how in ((-2, t("evidence.attention.diagnoses_attention.softmax_over_queries")),
+                     (1, t("evidence.attention.diagnoses_attention.softmax_over_dim", dim=1)),
+                     (0, t("evidence.attention.diagnoses_attention.softmax_over_dim", dim=0)),
+                     (2, t("evidence.attention.diagnoses_attention.softmax_over_dim2"))):
         for fill in ("-inf", "min"):  # they differ where a whole query column is hidden
             f = variant_finding(check, "softmax-wrong-dim", Knobs(softmax_dim=dim, fill=fill), how,
                                 line=line_of(first_outcome(check), {"softmax", "exp", "_softmax"}))
             if f:
                 break
         if f:
-            f.evidence += "; your weights do not sum to 1 over the keys"
+            f.evidence += t("evidence.attention.diagnoses_attention.weights_not_over_keys")
             return f
     return None
 
@@ -36,57 +39,57 @@ def softmax_wrong_dim(check):
 @diagnosis("mask-inverted", ATTENTION)
 def mask_inverted(check):
     return variant_finding(check, "mask-inverted", Knobs(mask="inverted"),
-                           "hiding the keys where the mask is True (nn.MultiheadAttention's convention)",
+                           t("evidence.attention.diagnoses_attention.mask_inverted"),
                            line=line_of(first_masked(check), MASKING))
 
 
 @diagnosis("mask-ignored", ATTENTION)
 def mask_ignored(check):
-    return variant_finding(check, "mask-ignored", Knobs(mask="ignored"), "the same attention with no mask at all")
+    return variant_finding(check, "mask-ignored", Knobs(mask="ignored"),
+                           t("evidence.attention.diagnoses_attention.mask_ignored"))
 
 
 @diagnosis("mask-after-softmax", ATTENTION + WINDOWED)
 def mask_after_softmax(check):
     line = line_of(first_masked(check), MASKING | {"__mul__", "mul"}, last=True)
     f = variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax"),
-                        "softmax over every key, then the hidden keys' probabilities set to 0", line=line) or \
+                        t("evidence.attention.diagnoses_attention.after_softmax_zero"), line=line) or \
         variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax_inf"),
-                        "softmax over every key, then the hidden keys' probabilities set to -inf", line=line) or \
+                        t("evidence.attention.diagnoses_attention.after_softmax_inf"), line=line) or \
         variant_finding(check, "mask-after-softmax", Knobs(mask="after_softmax_renorm"),
-                        "softmax over every key, then the hidden keys' probabilities set to 0 and the output (not "
-                        "the weights) divided by what is left of each row", line=line)
+                        t("evidence.attention.diagnoses_attention.after_softmax_renorm"), line=line)
     if f:
         o = first_masked(check)
         if o and o.outputs is not None:
             sums = o.outputs[1].sum(-1).flatten()
-            f.evidence += f"; your weights' rows sum to {float(sums.min()):.2f}..{float(sums.max()):.2f}, not 1"
+            f.evidence += t("evidence.attention.diagnoses_attention.rows_sum", low=float(sums.min()),
+                            high=float(sums.max()))
     return f
 
 
 @diagnosis("mask-head-broadcast", MODULES)
 def mask_head_broadcast(check):
+    grouped = False  # the kv-head variant named it (its scores are grouped by kv head)
     f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis=False),
-                        "the (B, Tq, Tk) mask broadcast against (B, H, Tq, Tk) with no head axis")
+                        t("evidence.attention.diagnoses_attention.no_head_axis"))
     if f is None:
         f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis="tiled"),
-                            "heads flattened to (B*H) and the mask tiled with mask.repeat(H, 1, 1): flat row b*H + h "
-                            "gets sequence (b*H + h) % B's mask, not sequence b's (repeat_interleave(H, dim=0) lines "
-                            "them up)")
+                            t("evidence.attention.diagnoses_attention.mask_tiled"))
         if f:
             f.fix = findings.mask_tiled_fix()
             f.line = line_of(first_outcome(check), {"repeat"}) or f.line
     if f is None and check.spec.id == "gqa":
         f = variant_finding(check, "mask-head-broadcast", Knobs(head_axis="kv"),
-                            "the mask given one axis and broadcast against grouped scores (B, Hkv, g, T, T): "
-                            "batch b's mask lands on kv head b")
+                            t("evidence.attention.diagnoses_attention.mask_on_kv_heads"))
+        grouped = f is not None
     if f:
         raised = [o for o in check.outcomes if o.error is not None]
         if raised:
             o = raised[0]
             f.line = load.user_line(o.error, check.path)[0]
-            axis = "Hkv" if "grouped" in f.evidence else "H"
-            f.evidence += (f"; with B != {axis} it raises ({load.describe(o.error)}, {o.case.label}), "
-                           f"with B == {axis} it silently applies batch b's mask to {'kv ' if axis == 'Hkv' else ''}head b")
+            key = ("evidence.attention.diagnoses_attention.broadcast_raises_kv" if grouped else
+                   "evidence.attention.diagnoses_attention.broadcast_raises")
+            f.evidence += t(key, error=load.describe(o.error), case=o.case.label)
     return f
 
 
@@ -100,7 +103,7 @@ def located(check):
 @diagnosis("wrong-head-split", MODULES)
 def wrong_head_split(check):
     return variant_finding(check, "wrong-head-split", Knobs(split="blocks"),
-                           "heads cut as contiguous blocks: view(B, H, T, d) with no transpose",
+                           t("evidence.attention.diagnoses_attention.heads_cut"),
                            line=line_of(first_outcome(check), RESHAPES), extra=located(check))
 
 
@@ -108,7 +111,7 @@ def wrong_head_split(check):
 def wrong_head_merge(check):
     line = line_of(first_outcome(check), RESHAPES, last=True)
     f = variant_finding(check, "wrong-head-merge", Knobs(merge="blocks"),
-                        "heads merged with reshape(B, T, D) straight from (B, H, T, d)", line=line,
+                        t("evidence.attention.diagnoses_attention.heads_merged"), line=line,
                         extra=located(check))
     if f:
         return f
@@ -118,7 +121,7 @@ def wrong_head_merge(check):
     if permuted:
         evidence, order = permuted
         gone = departure(check)  # the line that made the merged heads, not the last reshape
-        f = findings.make("wrong-head-merge", evidence + "; your attention weights match on every case",
+        f = findings.make("wrong-head-merge", evidence + t("evidence.attention.diagnoses_attention.weights_match"),
                           line=gone.line if gone and gone.kind == "merge" and gone.line else line, score=0.95)
         if order is not None:  # whole heads moved, not interleaved with time steps
             f.title, f.message, f.fix = findings.heads_moved()
@@ -129,7 +132,7 @@ def wrong_head_merge(check):
 @diagnosis("missing-output-projection", MODULES)
 def missing_output_projection(check):
     return variant_finding(check, "missing-output-projection", Knobs(out_proj=False),
-                           "the merged heads returned as they are", extra=located(check))
+                           t("evidence.attention.diagnoses_attention.merged_returned"), extra=located(check))
 
 
 def first_masked(check):

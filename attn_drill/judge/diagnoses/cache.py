@@ -13,14 +13,14 @@ import math
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.probes import cache as cache_probes, rope as rope_fit
 from attn_drill.judge import load
 from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.compare import closeness
-from attn_drill.judge.diagnoses import (LOCATORS, SHAPE_CAUSES, MATCH, RESHAPES, SCORES, diagnosis, first_outcome, fit_log, line_of, match,
-                                        ran_and_differs,
-                                        variant_finding)
-from attn_drill.judge.variants.cache import SCALES, CacheKnobs, scale_of
+from attn_drill.judge.diagnoses import (LOCATORS, SHAPE_CAUSES, MATCH, RESHAPES, SCORES, diagnosis, first_outcome,
+                                        fit_log, line_of, match, ran_and_differs, variant_finding)
+from attn_drill.judge.variants.cache import SCALES, CacheKnobs, scale_of, scale_said
 
 KV = ("kv-cache",)
 SOFTMAX = {"softmax", "_softmax", "exp"}
@@ -77,18 +77,20 @@ def scale(check):
     if abs(s - want) <= 1e-3 * want:
         return None
     line = line_of(first_outcome(check), SCORES)
-    expected = f"expected {want:.4g} = 1/sqrt({dims['d']}) (d_model={dims['D']})"
-    for rule, (said, _) in SCALES.items():
+    expected = t("evidence.cache.diagnoses_cache.scale_expected", want=want, d=dims['d'], D=dims['D'])
+    for rule in SCALES:
         value = scale_of(CacheKnobs(scale=rule), dims)
         if abs(value - s) <= 1e-3 * value:
             slug = "missing-scale" if rule == "1" else "wrong-scale"
-            said = "1 (no scale)" if rule == "1" else f"{value:.4g} = {said}"
-            f = variant_finding(check, slug, CacheKnobs(scale=rule), f"your effective scale is {said}, {expected}",
+            said = (scale_said(rule) if rule == "1" else
+                    t("evidence.cache.diagnoses_cache.scale_value", value=value, said=scale_said(rule)))
+            f = variant_finding(check, slug, CacheKnobs(scale=rule),
+                                t("evidence.cache.diagnoses_cache.effective_scale", said=said, expected=expected),
                                 line)
             if f:
                 return f
     return variant_finding(check, "wrong-scale", CacheKnobs(scale=s),
-                           f"your effective scale is {s:.4g} (fitted), {expected}", line)
+                           t("evidence.cache.diagnoses_cache.effective_scale_fitted", s=s, expected=expected), line)
 
 
 def fit_scale(check) -> tuple[float, dict] | None:
@@ -110,10 +112,9 @@ def softmax_wrong_dim(check):
     if not cache_right(check):
         return None
     line = line_of(first_outcome(check), SOFTMAX)
-    for dim, fills, how in ((-2, ("-inf",), "softmax over the queries (dim=-2)"),
-                            (1, ("-inf", "min", "bias"), "softmax over the heads (dim=1, also what softmax with no "
-                                                          "dim= picks for 4-D scores)"),
-                            (0, ("-inf", "min", "bias"), "softmax over the batch (dim=0)")):
+    for dim, fills, how in ((-2, ("-inf",), t("evidence.cache.diagnoses_cache.softmax_over_queries")),
+                            (1, ("-inf", "min", "bias"), t("evidence.cache.diagnoses_cache.softmax_over_heads")),
+                            (0, ("-inf", "min", "bias"), t("evidence.cache.diagnoses_cache.softmax_over_batch"))):
         for fill in fills:
             f = variant_finding(check, "softmax-wrong-dim", CacheKnobs(softmax_dim=dim, fill=fill), how, line=line)
             if f:
@@ -126,9 +127,9 @@ def causal_diagonal(check):
     if not cache_right(check):
         return None
     line = causal_line(check)
-    tries = [("no-diagonal", fill, "each token hidden from itself: new token i sees keys j < T_past + i, "
-              "so the first token of a sequence sees nothing") for fill in ("-inf", "min", "bias", "zero")]
-    tries.append(("one-future", "-inf", "each token also sees the next one: new token i sees keys j <= T_past + i + 1"))
+    tries = [("no-diagonal", fill, t("evidence.cache.diagnoses_cache.no_diagonal"))
+             for fill in ("-inf", "min", "bias", "zero")]
+    tries.append(("one-future", "-inf", t("evidence.cache.diagnoses_cache.one_future")))
     for causal, fill, how in tries:
         f = variant_finding(check, "causal-diagonal", CacheKnobs(causal=causal, fill=fill), how, line=line)
         if f:
@@ -147,10 +148,11 @@ def causal_misaligned(check):
         said = ""
         if example:
             c, n, past = example
-            which = f"the first of {n} new tokens" if n > 1 else "the one new token"
-            said = f"; e.g. after {past} cached tokens, {which} (position {past}) sees key 0 only, not keys 0..{past}"
-        how = ("the causal mask aligned top-left: new token i sees keys j <= i, not j <= T_past + i"
-               + (", in calls of more than one token (one new token sees every key)" if causal != "top-left" else "")
+            which = (t("evidence.cache.diagnoses_cache.first_of_new", n=n) if n > 1
+                     else t("evidence.cache.diagnoses_cache.one_new"))
+            said = t("evidence.cache.diagnoses_cache.top_left_example", past=past, which=which)
+        how = (t("evidence.cache.diagnoses_cache.top_left")
+               + (t("evidence.cache.diagnoses_cache.top_left_chunks") if causal != "top-left" else "")
                + said)
         f = variant_finding(check, "causal-misaligned", CacheKnobs(causal=causal), how, line=line)
         if f:
@@ -163,8 +165,8 @@ def wrong_head_merge(check):
     if not cache_right(check):
         return None
     return variant_finding(check, "wrong-head-merge", CacheKnobs(merge="blocks"),
-                           "heads merged with reshape(B, T, D) straight from (B, H, T, d); your cache is right, so "
-                           "the split is too", line=line_of(first_outcome(check), RESHAPES, last=True))
+                           t("evidence.cache.diagnoses_cache.merge_blocks"),
+                           line=line_of(first_outcome(check), RESHAPES, last=True))
 
 
 @diagnosis("missing-output-projection", KV)
@@ -172,7 +174,7 @@ def missing_output_projection(check):
     if not cache_right(check):
         return None
     return variant_finding(check, "missing-output-projection", CacheKnobs(out_proj=False),
-                           "the merged heads returned as they are, without W_o")
+                           t("evidence.cache.diagnoses_cache.no_output_projection"))
 
 
 @diagnosis("kv-repeat-order", KV)
@@ -184,8 +186,7 @@ def kv_repeat_order(check):
         return None  # no case where the two orders differ: nothing to name
     H, Hkv = dims["H"], dims["Hkv"]
     tiled, want = [h % Hkv for h in range(H)], [h // (H // Hkv) for h in range(H)]
-    how = (f"query head h reading kv head h % Hkv (k.repeat(1, H // Hkv, 1, 1)): with H={H}, Hkv={Hkv} the query "
-           f"heads read kv heads {tiled}, expected {want}")
+    how = t("evidence.cache.diagnoses_cache.repeat_tiled", H=H, Hkv=Hkv, tiled=tiled, want=want)
     return variant_finding(check, "kv-repeat-order", CacheKnobs(repeat="tile"), how,
                            line=line_of(first_outcome(check), {"repeat", "expand", "tile"}))
 
@@ -195,11 +196,15 @@ def kv_repeat_order(check):
 @diagnosis("wrong-head-split", KV)
 def wrong_head_split(check):
     return variant_finding(check, "wrong-head-split", CacheKnobs(split="blocks"),
-                           "heads cut as contiguous blocks: view(B, H, T, d) with no transpose (and the same for the "
-                           "kv heads, so the cache is cut wrong too)", line=line_of(first_outcome(check), RESHAPES))
+                           t("evidence.cache.diagnoses_cache.split_blocks"),
+                           line=line_of(first_outcome(check), RESHAPES))
 
 
-AXES = {0: "the batch axis", 1: "the kv-head axis", 2: "the time axis", 3: "the feature axis"}
+def axis_said(dim) -> str:
+    """The cache's axis `dim`, in words."""
+    return {0: t("evidence.cache.diagnoses_cache.axis_batch"), 1: t("evidence.cache.diagnoses_cache.axis_kv_head"),
+            2: t("evidence.cache.diagnoses_cache.axis_time"), 3: t("evidence.cache.diagnoses_cache.axis_feature")
+            }.get(dim, t("evidence.cache.diagnoses_cache.axis_other"))
 
 
 @diagnosis("cache-wrong-axis", KV)
@@ -209,14 +214,14 @@ def cache_wrong_axis(check):
     if not bad:
         return None
     j = bad[0]
-    shapes = " and ".join(str(s) for s in j["shapes"])
-    where = f" at your line {j['line']}" if j["line"] else ""
-    evidence = (f"torch.{j['name']} joined the given cache with the new tokens, {shapes}, along dim {j['dim']} "
-                f"({AXES.get(j['dim'], 'another axis')}){where}; the cache grows along dim 2, time ({case.label})")
+    shapes = t("finding.and").join(str(s) for s in j["shapes"])
+    where = t("evidence.cache.diagnoses_cache.at_line", line=j['line']) if j["line"] else ""
+    evidence = t("evidence.cache.diagnoses_cache.wrong_axis", name=j['name'], shapes=shapes, dim=j['dim'],
+                 axis=axis_said(j['dim']), where=where, case=case.label)
     raised = [o for o in check.outcomes if o.error is not None]
     if raised:
-        evidence += (f"; your code raises on {len(raised)} of {len(check.outcomes)} cases, e.g. "
-                     f"{load.describe(raised[0].error)}")
+        evidence += t("evidence.cache.diagnoses_cache.raises_on", raised=len(raised), n=len(check.outcomes),
+                      error=load.describe(raised[0].error))
     return findings.make("cache-wrong-axis", evidence, line=j["line"], score=1.0)
 
 
@@ -232,15 +237,14 @@ def rope_interleaved(check):
     if not keys_only_wrong(check):
         return None
     return variant_finding(check, "rope-interleaved", CacheKnobs(pairs="adjacent"),
-                           "RoPE on adjacent pairs (2i, 2i + 1) instead of (i, i + d/2)",
+                           t("evidence.cache.diagnoses_cache.adjacent_pairs"),
                            line=line_of(first_outcome(check), ROPE), extra=pairs_kept)
 
 
 def pairs_kept(o) -> str | None:
     _, rot = rope_reading(o)
     if rot is not None and rot.layout == "interleaved" and rot.is_rotation:
-        return ("in your cache each adjacent pair of key features keeps its length (it was turned), the pairs "
-                "(i, i + d/2) do not")
+        return t("evidence.cache.diagnoses_cache.pairs_kept")
     return None
 
 
@@ -248,20 +252,20 @@ def pairs_kept(o) -> str | None:
 def rope_wrong_direction(check):
     if not keys_only_wrong(check):
         return None
-    return variant_finding(check, "rope-wrong-direction", CacheKnobs(sign=-1), "RoPE turning by -theta",
+    return variant_finding(check, "rope-wrong-direction", CacheKnobs(sign=-1),
+                           t("evidence.cache.diagnoses_cache.minus_theta"),
                            line=line_of(first_outcome(check), ROPE), extra=turned_by)
 
 
 def turned_by(o) -> str | None:
     case, rot = rope_reading(o)
     positions = cache_probes.positions(case).tolist() if case else []
-    t = next((i for i, p in enumerate(positions) if p > 0), None)
-    if rot is None or rot.layout != "half" or t is None:
+    tok = next((i for i, p in enumerate(positions) if p > 0), None)
+    if rot is None or rot.layout != "half" or tok is None:
         return None
-    p = positions[t]
-    a = float(torch.polar(torch.ones_like(rot.angles[..., t, 0]), rot.angles[..., t, 0]).sum().angle())
-    return (f"your cached key at position {p} is turned by {a:+.3f} rad in pair 0 (which turns 1 rad per position), "
-            f"expected {math.remainder(p, 2 * math.pi):+.3f}")
+    p = positions[tok]
+    a = float(torch.polar(torch.ones_like(rot.angles[..., tok, 0]), rot.angles[..., tok, 0]).sum().angle())
+    return t("evidence.cache.diagnoses_cache.turned_by", p=p, a=a, want=math.remainder(p, 2 * math.pi))
 
 
 @diagnosis("rope-positions-ignored", KV)
@@ -269,7 +273,7 @@ def rope_positions_ignored(check):
     if not keys_only_wrong(check):
         return None
     return variant_finding(check, "rope-positions-ignored", CacheKnobs(positions="restart"),
-                           "RoPE positions counted from 0 in every call instead of from T_past, the cache's length",
+                           t("evidence.cache.diagnoses_cache.positions_restart"),
                            line=line_of(first_outcome(check), {"arange"}), extra=positions_seen)
 
 
@@ -278,8 +282,8 @@ def positions_seen(o) -> str | None:
     if rot is None or rot.layout != "half":
         return None
     seen, want = cache_probes.turned_as(rot, case), cache_probes.positions(case).tolist()
-    t = next((i for i, (s, w) in enumerate(zip(seen, want)) if s is not None and s != w), None)
-    return None if t is None else f"in your cache the key of position {want[t]} is turned as position {seen[t]}"
+    tok = next((i for i, (s, w) in enumerate(zip(seen, want)) if s is not None and s != w), None)
+    return None if tok is None else t("evidence.cache.diagnoses_cache.turned_as", want=want[tok], seen=seen[tok])
 
 
 @diagnosis("rope-wrong-frequencies", KV)
@@ -296,7 +300,8 @@ def rope_wrong_frequencies(check):
     d, base = case.dims["d"], case.config["rope_base"]
     for how, (said, _) in rope_fit.FREQUENCIES.items():
         if how != "ok" and not differs(omega, rope_fit.frequencies(d, base, how), sign=False):
-            f = variant_finding(check, "rope-wrong-frequencies", CacheKnobs(freq=how), f"RoPE frequencies {said}",
+            f = variant_finding(check, "rope-wrong-frequencies", CacheKnobs(freq=how),
+                                t("evidence.cache.diagnoses_cache.frequencies", said=rope_fit.frequency_said(how)),
                                 line=line, extra=frequency_evidence)
             if f:
                 return f
@@ -329,8 +334,8 @@ def frequency_evidence(o) -> str | None:
     case, omega, want = reading
     d, base = case.dims["d"], case.config["rope_base"]
     i = int(rope_fit.wrap(omega - want).abs().argmax())
-    return (f"pair {i} of your cached keys turns {float(omega[i]):.4f} rad per position, expected "
-            f"{float(want[i]):.4f} = {base:g} ** (-{2 * i}/{d})")
+    return t("evidence.cache.diagnoses_cache.pair_turns", i=i, got=float(omega[i]), want=float(want[i]), base=base,
+             two_i=2 * i, d=d)
 
 
 def fitted_frequencies(check, line):
@@ -350,11 +355,11 @@ def fitted_frequencies(check, line):
             example = o
     if example is None or matched < len(check.outcomes) - 1:
         return None
-    evidence = (f"RoPE with the frequencies fitted to your cached keys reproduces your outputs on {matched} of "
-                f"{len(check.outcomes)} cases, e.g. {example.case.label}")
+    evidence = t("evidence.cache.diagnoses_cache.fitted_frequencies", matched=matched, n=len(check.outcomes),
+                 case=example.case.label)
     tail = frequency_evidence(example)
     if tail:
-        evidence += "; " + tail
+        evidence += t("evidence.cache.diagnoses_cache.sep") + tail
     return findings.make("rope-wrong-frequencies", evidence, line=line, score=matched / len(check.outcomes) - 0.01)
 
 
@@ -391,8 +396,8 @@ def cache_wrong_contents(check):
     _, n, past = cache_probes.calls_of(o.case)[i]
     (k, v), (k_ref, v_ref) = o.result[i][1], steps_ref[i][1]
     holds = cache_holds(k, v, k_ref, v_ref, o.case)
-    return findings.make("cache-wrong-contents", f"call {i + 1} ({past} cached, {n} new; {o.case.label}) returns the "
-                         f"right out, but the cache it returns holds {holds}", score=1.0)
+    return findings.make("cache-wrong-contents", t("evidence.cache.diagnoses_cache.call_holds", call=i + 1, past=past,
+                                                   n=n, case=o.case.label, holds=holds), score=1.0)
 
 
 def cache_holds(k, v, k_ref, v_ref, case) -> str:
@@ -400,19 +405,21 @@ def cache_holds(k, v, k_ref, v_ref, case) -> str:
     H, Hkv = case.dims["H"], case.dims["Hkv"]
     said = []
     if k.shape != k_ref.shape or v.shape != v_ref.shape:
-        heads = " (the kv heads repeated for every query head)" if k.dim() == 4 and k.size(1) == H != Hkv else ""
-        return f"k {tuple(k.shape)} and v {tuple(v.shape)}{heads}, not {tuple(k_ref.shape)} each"
+        heads = (t("evidence.cache.diagnoses_cache.heads_repeated") if k.dim() == 4 and k.size(1) == H != Hkv
+                 else "")
+        return t("evidence.cache.diagnoses_cache.holds_shapes", k=tuple(k.shape), v=tuple(v.shape), heads=heads,
+                 want=tuple(k_ref.shape))
     if cache_probes.same(k, v_ref) and cache_probes.same(v, k_ref):
-        return "the values where the keys belong, and the keys where the values belong"
+        return t("evidence.cache.diagnoses_cache.holds_swapped")
     if cache_probes.same(k, v_ref):
-        said.append("the values in k's place")
+        said.append(t("evidence.cache.diagnoses_cache.holds_values_in_k"))
     elif not cache_probes.same(k, k_ref):
         turned = rope_fit.rotate(k.double(), torch.arange(k.size(2)), case.config["rope_base"])
-        said.append("the keys before RoPE (turning them at their positions gives the contract's k)"
-                    if cache_probes.same(turned, k_ref) else "other numbers than the keys after RoPE in k")
+        said.append(t("evidence.cache.diagnoses_cache.holds_keys_before_rope")
+                    if cache_probes.same(turned, k_ref) else t("evidence.cache.diagnoses_cache.holds_other_k"))
     if not cache_probes.same(v, v_ref):
-        said.append("other numbers than the values in v")
-    return " and ".join(said) or "tensors of another layout"
+        said.append(t("evidence.cache.diagnoses_cache.holds_other_v"))
+    return t("finding.and").join(said) or t("evidence.cache.diagnoses_cache.holds_other_layout")
 
 
 def repeated_cache(check, symptom):
@@ -439,9 +446,9 @@ def repeated_cache(check, symptom):
     if shown is None:
         return None
     o, how = shown
-    return findings.make("cache-wrong-contents", f"{symptom.evidence}: your cache is the contract's with each kv head "
-                         f"repeated for its {o.case.dims['H'] // o.case.dims['Hkv']} query heads ({how} on dim 1), "
-                         "kept after the repeat instead of before it", score=1.5)
+    return findings.make("cache-wrong-contents", t("evidence.cache.diagnoses_cache.cache_repeated",
+                                                   symptom=symptom.evidence, g=o.case.dims['H'] // o.case.dims['Hkv'],
+                                                   how=how), score=1.5)
 
 
 SHAPE_CAUSES["kv-cache"] = repeated_cache
@@ -460,7 +467,7 @@ def locate(check) -> str:
             continue
         if all(closeness(a, b) <= MATCH for a, b in zip(o.outputs, ref)):
             if len(o.case.dims["steps"]) == 1 and not o.case.dims["T_past"]:
-                parts.append("the whole sequence in one call matches: the attention is right, the caching is not")
+                parts.append(t("evidence.cache.diagnoses_cache.one_call_matches"))
             continue
         steps_ref = check.spec.reference(o.case)[0]
         wrong = cache_probes.first_wrong_call(o.result, steps_ref)
@@ -468,22 +475,21 @@ def locate(check) -> str:
             continue
         i, out_ok, cache_ok = wrong
         _, n, past = cache_probes.calls_of(o.case)[i]
-        said = {True: "matches", False: "differs"}
-        parts.append(f"call {i + 1} ({past} cached, {n} new) goes wrong first: its out {said[out_ok]}, "
-                     f"the cache it returns {said[cache_ok]}")
+        said = {True: t("evidence.cache.diagnoses_cache.matches"), False: t("evidence.cache.diagnoses_cache.differs")}
+        parts.append(t("evidence.cache.diagnoses_cache.first_wrong_call", call=i + 1, past=past, n=n,
+                       out=said[out_ok], cache=said[cache_ok]))
         given = cache_probes.replay(check, o.case, steps_ref)
         if given and all(given):
-            parts.append("given the reference's cache at every call, all your outs match: the cache your calls "
-                         "return is what goes wrong")
+            parts.append(t("evidence.cache.diagnoses_cache.replay_all_match"))
         elif given:
-            parts.append(f"given the reference's cache, call {given.index(False) + 1}'s out still differs")
+            parts.append(t("evidence.cache.diagnoses_cache.replay_differs", call=given.index(False) + 1))
         break
     if cache_right(check) and explains(check, CacheKnobs(causal="none")):
-        parts.append("the reference with no causal mask at all reproduces your outputs: every new token sees every "
-                     "key, its own future included")
+        parts.append(t("evidence.cache.diagnoses_cache.no_causal_mask"))
     if cache_probes.values_turned(check):
-        parts.append("your cached values are turned like keys: RoPE applies to q and k only, never to v")
-    return "; ".join(parts) if parts else "no call of a case could be compared"
+        parts.append(t("evidence.cache.diagnoses_cache.values_turned"))
+    return (t("evidence.cache.diagnoses_cache.sep").join(parts) if parts
+            else t("evidence.cache.diagnoses_cache.nothing_compared"))
 
 
 LOCATORS["kv-cache"] = locate

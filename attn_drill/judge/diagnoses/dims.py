@@ -7,6 +7,7 @@ returned without W_o come back the wrong width. That shape is the symptom; the m
 from __future__ import annotations
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.diagnoses import MATCH, RESHAPES, SHAPE_CAUSES, line_of
 from attn_drill.judge.variants.attention import Knobs
 
@@ -21,9 +22,8 @@ def unprojected(check, symptom):
             return None
     o = ran[0]
     H, dv, dim = (o.case.dims[n] for n in ("H", "dv", "dim"))
-    evidence = (f"the merged heads returned as they are: that reproduces your outputs on {len(ran)} of "
-                f"{len(check.outcomes)} cases; {symptom.evidence}: num_heads * dv = {H} * {dv} = {H * dv} features, "
-                f"where W_o brings them back to dim = {dim}")
+    evidence = t("evidence.attention.diagnoses_dims.unprojected", ran=len(ran), n=len(check.outcomes),
+                 symptom=symptom.evidence, H=H, dv=dv, features=H * dv, dim=dim)
     return findings.make("missing-output-projection", evidence, line=line_of(o, RESHAPES, last=True), score=1.0)
 
 

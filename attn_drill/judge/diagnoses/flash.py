@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import memory
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (MATCH, SCORES, diagnosis, first_outcome, fit_log, line_of, scale_finding,
@@ -33,56 +34,56 @@ def full_scores(check):
     called = [name for name, line in (o.tracer.calls if o.tracer else []) if line == a.line and a.line]
     called = called[-1] if called else None
     op = f"{called} ({a.op})" if called else a.op
-    at = f" at your line {a.line}" if a.line else ""
+    at = t("evidence.cache.diagnoses_flash.at_line", line=a.line) if a.line else ""
     note = memory_note(check.target)
-    evidence = (f"{op}{at} made a {a.shape} {a.dtype} tensor, {a.per_head} entries per (batch, head): as many as "
-                f"the whole Tq x Tk = {dims['Tq']} x {dims['Tk']} score matrix or more, where one block of scores is "
-                f"{dims['Tq']} x {dims['block_size'] or 64} ({o.case.label}; {len(hits)} of {len(check.outcomes)} "
-                f"cases). "
-                f"{note[:1].upper()}{note[1:]}")
+    evidence = t("evidence.cache.diagnoses_flash.full_scores", op=op, at=at, shape=a.shape, dtype=a.dtype,
+                 per_head=a.per_head, Tq=dims['Tq'], Tk=dims['Tk'], block=dims['block_size'] or 64, case=o.case.label,
+                 hits=len(hits), n=len(check.outcomes), note=f"{note[:1].upper()}{note[1:]}")
     return findings.make("full-scores-materialized", evidence, line=a.line, score=2.0)
 
 
 # --- variants of the blockwise computation -------------------------------------------------------
 
-CAUSAL = {
-    "diagonal": ("causal-diagonal", "a causal mask that also hides the diagonal key: query i sees key j only when "
-                 "j < i + (Tk - Tq)"),
-    "future": ("causal-diagonal", "a causal mask that shows one future key: query i sees key j when "
-               "j <= i + (Tk - Tq) + 1"),
-    "topleft": ("causal-misaligned", "a top-left aligned causal mask, query i sees key j when j <= i (as SDPA's "
-                "is_causal does), where bottom-right alignment asks for j <= i + (Tk - Tq)"),
-    "blocklocal": ("causal-misaligned", "a causal mask that counts each key from its block's start (j - start), not "
-                   "from the first key: every later block is masked as if it were the first"),
-}
+CAUSAL = {"diagonal": "causal-diagonal", "future": "causal-diagonal", "topleft": "causal-misaligned",
+          "blocklocal": "causal-misaligned"}
+
+
+def causal_said(how: str) -> str:
+    """CAUSAL's mask `how`, in words."""
+    return {"diagonal": t("evidence.cache.diagnoses_flash.causal_diagonal"),
+            "future": t("evidence.cache.diagnoses_flash.causal_future"),
+            "topleft": t("evidence.cache.diagnoses_flash.causal_topleft"),
+            "blocklocal": t("evidence.cache.diagnoses_flash.causal_blocklocal")}[how]
 
 
 @diagnosis(("causal-diagonal", "causal-misaligned"), ("flash",))
 def causal(check):
-    for how, (slug, said) in CAUSAL.items():
-        f = variant_finding(check, slug, FlashKnobs(causal=how), said, line=line_of(first_outcome(check), MASKING),
-                            extra=lambda o: f"Tk - Tq = {o.case.dims['Tk'] - o.case.dims['Tq']} there")
+    for how, slug in CAUSAL.items():
+        f = variant_finding(check, slug, FlashKnobs(causal=how), causal_said(how),
+                            line=line_of(first_outcome(check), MASKING),
+                            extra=lambda o: t("evidence.cache.diagnoses_flash.offset_there",
+                                              offset=o.case.dims['Tk'] - o.case.dims['Tq']))
         if f:
             return f
     return None
 
 
-RESCALE = {
-    "acc": "the output accumulator is not multiplied by exp(m_old - m_new) when a block raises the running max "
-           "(the running sum is)",
-    "sum": "the running sum is not multiplied by exp(m_old - m_new) when a block raises the running max "
-           "(the output accumulator is)",
-    "none": "neither the running sum nor the output accumulator is multiplied by exp(m_old - m_new) when a block "
-            "raises the running max",
-    "blockmax": "each block is exponentiated against its own max and the blocks are added up with no rescaling to a "
-                "common max",
-}
+RESCALE = ("acc", "sum", "none", "blockmax")  # the rescales left out, in the order they are tried
+
+
+def rescale_said(how: str) -> str:
+    """The rescale RESCALE's `how` leaves out, in words."""
+    return {"acc": t("evidence.cache.diagnoses_flash.rescale_acc"),
+            "sum": t("evidence.cache.diagnoses_flash.rescale_sum"),
+            "none": t("evidence.cache.diagnoses_flash.rescale_none"),
+            "blockmax": t("evidence.cache.diagnoses_flash.rescale_blockmax")}[how]
 
 
 @diagnosis("online-softmax-no-rescale", ("flash",))
 def no_rescale(check):
-    for how, said in RESCALE.items():
-        f = variant_finding(check, "online-softmax-no-rescale", FlashKnobs(rescale=how), said, extra=max_rises)
+    for how in RESCALE:
+        f = variant_finding(check, "online-softmax-no-rescale", FlashKnobs(rescale=how), rescale_said(how),
+                            extra=max_rises)
         if f:
             return f
     return None
@@ -97,7 +98,7 @@ def max_rises(o) -> str:
         s = s.masked_fill(~visible(Tq, Tk), float("-inf"))
     first = s[..., :block].amax(-1)
     rises = int((s.amax(-1) > first).sum())
-    return f"there the running max goes up after the first block in {rises} of {first.numel()} query rows"
+    return t("evidence.cache.diagnoses_flash.max_rises", rises=rises, rows=first.numel())
 
 
 # --- the scale: fitted to the user's outputs ------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import load
 from attn_drill.judge.diagnoses import diagnosis
 
@@ -19,8 +20,8 @@ def nan_output(check):
         for name, got, want in zip(check.spec.outputs, o.outputs, ref):
             if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
                 bad = int((~torch.isfinite(got)).sum())
-                return findings.make("nan-output", f"{name} has {bad} NaN/inf values of {got.numel()} ({o.case.label})",
-                                     score=0.9)
+                return findings.make("nan-output", t("evidence.attention.diagnoses_generic.nan_values", name=name,
+                                                     bad=bad, total=got.numel(), case=o.case.label), score=0.9)
     return None
 
 
@@ -32,8 +33,9 @@ def raised(check):
         return None
     o = failed[0]
     ran = len(check.outcomes) - len(failed)
-    when = f"on {len(failed)} of {len(check.outcomes)} cases, e.g. {o.case.label}" + (
-        f"; the other {ran} ran" if ran else "")
+    # diagnoses.diagnose finds the exception's own text before symptom_sep, which must start this
+    when = t("evidence.attention.diagnoses_generic.raised_when", failed=len(failed), n=len(check.outcomes),
+             case=o.case.label) + (t("evidence.attention.diagnoses_generic.others_ran", ran=ran) if ran else "")
     return load.exception_finding(o.error, check.path, when, score=0.6)
 
 

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import calls, load
 from attn_drill.judge.probes import layers as layer_hooks
 from attn_drill.judge.compare import closeness
@@ -45,9 +46,9 @@ def inside_attention(check):
     found = mha_check(check, cls)
     if found is None:
         return None
-    said = (f"{' and '.join(where)} {'departs' if len(where) == 1 else 'depart'} from multi-head attention on the "
-            f"very inputs your layer hands {'it' if len(where) == 1 else 'them'} ({case.label}); your "
-            f"MultiHeadAttention, checked on its own as in the mha exercise")
+    names = t("finding.and").join(where)
+    said = (t("evidence.cache.diagnoses_layers.departs_one", names=names, case=case.label) if len(where) == 1
+            else t("evidence.cache.diagnoses_layers.departs_many", names=names, case=case.label))
     found.score = max(found.score, 1.0)  # the cause of whatever the layer's cases raised or returned
     return raises_too(check, findings.in_sublayer(found, where, said))
 
@@ -69,13 +70,16 @@ def mha_check(check, cls):
     ran = [o for o in sub.outcomes if o.outputs is not None]
     if not ran:
         o = sub.outcomes[0]
-        return load.exception_finding(o.error, check.path, f"on every case, e.g. {o.case.label}") if o.error else None
+        return (load.exception_finding(o.error, check.path,
+                                       t("evidence.cache.diagnoses_layers.on_every_case", case=o.case.label))
+                if o.error else None)
     for o in ran:
-        for name, t in zip(spec.outputs, o.outputs):
+        for name, out in zip(spec.outputs, o.outputs):
             want = spec.expected_shapes(o.case)[name]
-            if tuple(t.shape) != want:
-                return findings.make("wrong-output-shape", f"{name} is {tuple(t.shape)}, expected {want} "
-                                     f"({o.case.label})", score=1.5, what=name, expected=str(want))
+            if tuple(out.shape) != want:
+                return findings.make("wrong-output-shape",
+                                     t("evidence.cache.diagnoses_layers.wrong_shape", name=name, got=tuple(out.shape),
+                                       want=want, case=o.case.label), score=1.5, what=name, expected=str(want))
     if all(o.outputs is not None and all(closeness(a, b) <= MATCH for a, b in zip(o.outputs, r))
            for o, r in zip(sub.outcomes, sub.refs)):
         return None
@@ -94,8 +98,8 @@ def raises_too(check, f, line_from_error: bool = True):
         o = raised[0]
         if line_from_error:
             f.line = f.line or load.user_line(o.error, check.path)[0]
-        f.evidence += (f"; on {len(raised)} of {len(check.outcomes)} cases your layer raises, as this mistake does "
-                       f"there ({load.describe(o.error)}, {o.case.label})")
+        f.evidence += t("evidence.cache.diagnoses_layers.raises_too", raised=len(raised), n=len(check.outcomes),
+                        error=load.describe(o.error), case=o.case.label)
     return f
 
 
@@ -103,11 +107,13 @@ def raises_too(check, f, line_from_error: bool = True):
 def missing_residual(check):
     blocks = blocks_of(check)
     for dropped in [(b,) for b in blocks] + [blocks]:
-        said = " and ".join("the feed-forward" if b == "ff" else b for b in dropped)
+        said = t("finding.and").join(t("evidence.cache.diagnoses_layers.feed_forward") if b == "ff" else b
+                                     for b in dropped)
         for when in (None, False, True):
-            which = "" if when is None else f" in {'pre' if when else 'post'}-LN"
+            which = ("" if when is None else t("evidence.cache.diagnoses_layers.in_pre_ln") if when
+                     else t("evidence.cache.diagnoses_layers.in_post_ln"))
             f = variant_finding(check, "missing-residual", LayerKnobs(missing_residual=dropped, residual_when=when),
-                                f"{said}: output put in place of input{which} (x = f(x), not x + f(x))",
+                                t("evidence.cache.diagnoses_layers.no_residual", said=said, which=which),
                                 sublayer=said)
             if f:
                 return f
@@ -117,8 +123,8 @@ def missing_residual(check):
 @diagnosis("missing-activation", LAYERS)
 def missing_activation(check):
     line = line_of(first_outcome(check), {"linear"}, last=True)  # ff2, the layer's last linear
-    for how, said in (("none", "ff2(ff1(x)) with nothing between the two layers"),
-                      ("after", "ff2(ff1(x)) with the ReLU after ff2, none between the layers")):
+    for how, said in (("none", t("evidence.cache.diagnoses_layers.act_none")),
+                      ("after", t("evidence.cache.diagnoses_layers.act_after"))):
         f = variant_finding(check, "missing-activation", LayerKnobs(activation=how), said, line=line)
         if f:
             return f
@@ -135,10 +141,9 @@ def pictured(check, f, name: str):
 
 @diagnosis("missing-causal-mask", ("decoder-layer",))
 def missing_causal_mask(check):
-    for how, said in (("none", "self-attention with no causal mask, hiding only tgt_mask's keys"),
-                      ("unless_tgt", "the causal mask used only when no tgt_mask is given"),
-                      ("or_tgt", "the causal mask combined with tgt_mask by OR (causal | tgt_mask), not AND: every "
-                                 "key tgt_mask shows is seen, later positions included")):
+    for how, said in (("none", t("evidence.cache.diagnoses_layers.causal_none")),
+                      ("unless_tgt", t("evidence.cache.diagnoses_layers.causal_unless_tgt")),
+                      ("or_tgt", t("evidence.cache.diagnoses_layers.causal_or_tgt"))):
         f = variant_finding(check, "missing-causal-mask", LayerKnobs(causal=how), said)
         if f:
             return pictured(check, raises_too(check, f), "self_attn")
@@ -158,11 +163,12 @@ def mask_not_handed(check):
     for knobs, name, mask, call in tries:
         if knobs.route != "no_tgt" and handed(check, name):
             continue  # the sub-layer gets a mask and ignores it: inside_attention's to name
-        f = variant_finding(check, "mask-ignored", knobs, f"{name} run without {mask}")
+        f = variant_finding(check, "mask-ignored", knobs,
+                            t("evidence.cache.diagnoses_layers.run_without", name=name, mask=mask))
         if f:
             f.fix = findings.not_handed_fix(call)
-            return pictured(check, findings.in_sublayer(f, [name], f"your layer never hands {name} its {mask}"),
-                            name)
+            return pictured(check, findings.in_sublayer(f, [name], t("evidence.cache.diagnoses_layers.never_hands",
+                                                                     name=name, mask=mask)), name)
     return None
 
 
@@ -176,8 +182,8 @@ def handed(check, name: str) -> bool:
 def causal_diagonal(check):
     """The causal mask one off: the diagonal hidden (query 0 then sees nothing: its row is whatever the user's
     fill makes of it, zeros, uniform or NaN) or one future key shown."""
-    for how, said in (("diagonal", "a causal mask that hides the diagonal: query i sees keys j < i"),
-                      ("future", "a causal mask that shows one future key: query i sees keys j <= i + 1")):
+    for how, said in (("diagonal", t("evidence.cache.diagnoses_layers.diag_hidden")),
+                      ("future", t("evidence.cache.diagnoses_layers.diag_future"))):
         for attn in (Knobs(), Knobs(fill="min", empty_rows="kept")):
             f = variant_finding(check, "causal-diagonal", LayerKnobs(causal=how, attn=attn), said)
             if f:
@@ -188,7 +194,7 @@ def causal_diagonal(check):
 @diagnosis("cross-attention-swapped", ("decoder-layer",))
 def cross_attention_swapped(check):
     f = variant_finding(check, "cross-attention-swapped", LayerKnobs(cross_swapped=True),
-                        "cross_attn(memory, x, x): queries from memory, keys and values from x",
+                        t("evidence.cache.diagnoses_layers.cross_swapped"),
                         line=use_that_ran(check, "cross_attn"))
     return raises_too(check, f, line_from_error=False)  # it raises inside the attention, not where it is called
 
@@ -216,9 +222,9 @@ def use_that_ran(check, attribute: str) -> int | None:
 
 @diagnosis("mask-misrouted", ("decoder-layer",))
 def mask_misrouted(check):
-    for route, said in (("swapped", "memory_mask given to self-attention and tgt_mask to cross-attention"),
-                        ("tgt_both", "tgt_mask given to cross-attention too"),
-                        ("memory_both", "memory_mask given to self-attention too")):
+    for route, said in (("swapped", t("evidence.cache.diagnoses_layers.route_swapped")),
+                        ("tgt_both", t("evidence.cache.diagnoses_layers.route_tgt_both")),
+                        ("memory_both", t("evidence.cache.diagnoses_layers.route_memory_both"))):
         f = variant_finding(check, "mask-misrouted", LayerKnobs(route=route), said)
         if f:
             return pictured(check, raises_too(check, f), "cross_attn" if route == "tgt_both" else "self_attn")
@@ -231,9 +237,12 @@ def blocks_of(check) -> tuple[str, ...]:
 
 # --- the norms: which placement reproduces each case ---------------------------------------------
 
-SAID = {"pre": "pre-LN, x + f(norm(x))", "post": "post-LN, norm(x + f(x))",
-        "out": "x + norm(f(x)), the sub-layer's output normalised", "in": "norm(x) + f(norm(x)), the residual "
-        "taken from the normalised x"}
+def placement_said(place: str) -> str:
+    """One of PLACEMENTS, in words."""
+    return {"pre": t("evidence.cache.diagnoses_layers.place_pre"),
+            "post": t("evidence.cache.diagnoses_layers.place_post"),
+            "out": t("evidence.cache.diagnoses_layers.place_out"),
+            "in": t("evidence.cache.diagnoses_layers.place_in")}[place]
 
 
 @diagnosis("norm-placement", LAYERS)
@@ -260,14 +269,17 @@ def norm_placement(check):
     if not wrong:
         return None
     o, asked, got = wrong[0]
-    parts = [f"{b} {SAID[p]}" for b, p, a in zip(blocks, got, asked) if p != a]
-    evidence = (f"with norm_first={o.case.config['norm_first']} your layer computes {'; '.join(parts)}, where "
-                f"{SAID[asked[0]].split(',')[0]} is asked ({o.case.label}): the placement fitted case by case "
-                f"reproduces your outputs on all {len(fitted)} cases, {len(wrong)} of them placed otherwise")
+    parts = [t("evidence.cache.diagnoses_layers.placed", block=b, said=placement_said(p))
+             for b, p, a in zip(blocks, got, asked) if p != a]
+    evidence = t("evidence.cache.diagnoses_layers.placement", norm_first=o.case.config['norm_first'],
+                 parts=t("evidence.cache.diagnoses_layers.sep").join(parts),
+                 asked=(t("evidence.cache.diagnoses_layers.asked_pre") if asked[0] == "pre"
+                        else t("evidence.cache.diagnoses_layers.asked_post")),
+                 case=o.case.label, n=len(fitted), wrong=len(wrong))
     kinds = {o.case.config["norm_first"] for o, _, _ in wrong}
     if len(kinds) == 1 and len({c for _, _, c in wrong}) == 1 and any(
             o.case.config["norm_first"] not in kinds for o, _, _ in fitted):
-        evidence += f"; with norm_first={not kinds.pop()} it is right"
+        evidence += t("evidence.cache.diagnoses_layers.right_otherwise", norm_first=not kinds.pop())
     return findings.make("norm-placement", evidence, score=1.0, line=line_of(o, {"layer_norm"}))
 
 

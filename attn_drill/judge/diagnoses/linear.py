@@ -13,11 +13,13 @@ import torch
 import torch.nn.functional as F
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import calls, memory
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import diagnosis
 from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.specs.base import Case
+from attn_drill.judge.variants import linear as variants_linear
 from attn_drill.judge.variants.linear import FEATURES, LinearKnobs
 
 LINEAR = ("linear-attention",)
@@ -33,11 +35,11 @@ def full_scores(check):
     a, T = o.error.alloc, o.case.dims["T"]
     called = [name for name, line in (o.tracer.calls if o.tracer else []) if line == a.line and a.line]
     op = f"{called[-1]} ({a.op})" if called else a.op
-    at = f" at your line {a.line}" if a.line else ""
+    at = t("evidence.modern.diagnoses_linear.at_line", line=a.line) if a.line else ""
     d, dv = o.case.dims["d"], o.case.dims["dv"]
-    evidence = (f"{op}{at} made a {a.shape} {a.dtype} tensor, {a.per_head} entries per (batch, head): as many as a "
-                f"T x T = {T} x {T} matrix or more, where the running sums need T x d x dv = {T * d * dv} "
-                f"({o.case.label}; {len(hits)} of {len(check.outcomes)} cases)")
+    evidence = t("evidence.modern.diagnoses_linear.full_scores", op=op, at=at, shape=a.shape, dtype=a.dtype,
+                 per_head=a.per_head, T=T, need=T * d * dv, label=o.case.label, hits=len(hits),
+                 n=len(check.outcomes))
     return findings.make("full-scores-materialized", evidence, line=a.line, score=2.0)
 
 
@@ -50,51 +52,51 @@ def future_read(check) -> tuple[Case, int, float] | None:
         return None
     case, T = o.case, o.case.dims["T"]
     gen = torch.Generator().manual_seed(7)
-    for t in sorted({T - 1, T // 2, T // 3, 1}, reverse=True):
+    for at in sorted({T - 1, T // 2, T // 3, 1}, reverse=True):
         inputs = {}
         for name, x in case.inputs.items():
             x = x.clone()
-            x[..., t:, :] = torch.randn(x[..., t:, :].shape, generator=gen, dtype=x.dtype)
+            x[..., at:, :] = torch.randn(x[..., at:, :].shape, generator=gen, dtype=x.dtype)
             inputs[name] = x
         o2 = calls.run(check.spec, check.target, Case(case.label, inputs, case.dims), check.path)
         if o2.outputs is None:
             return None
-        change = closeness(o2.outputs[0][..., :t, :], o.outputs[0][..., :t, :].detach())
+        change = closeness(o2.outputs[0][..., :at, :], o.outputs[0][..., :at, :].detach())
         if change > 1e-9:
-            return case, t, change
+            return case, at, change
     return None
 
 
 @diagnosis("linear-causal-leak", LINEAR)
 def causal_leak(check):
     named = first(check, "linear-causal-leak", [
-        (LinearKnobs(sums="all"), "causal=True ignored: every position sums over every key"),
-        (LinearKnobs(sums="den_all"), "the numerator summed over j <= i, the denominator over every j"),
-        (LinearKnobs(sums="num_all"), "the denominator summed over j <= i, the numerator over every j"),
-        (LinearKnobs(sums="suffix"), "the running sums taken from the end: over j >= i")])
+        (LinearKnobs(sums="all"), t("evidence.modern.diagnoses_linear.sums_all")),
+        (LinearKnobs(sums="den_all"), t("evidence.modern.diagnoses_linear.den_all")),
+        (LinearKnobs(sums="num_all"), t("evidence.modern.diagnoses_linear.num_all")),
+        (LinearKnobs(sums="suffix"), t("evidence.modern.diagnoses_linear.suffix"))])
     if named:
         return named
     read = future_read(check)
     if read is None:
         return None
-    case, t, change = read
+    case, at, change = read
     T = case.dims["T"]
-    redrawn = f"position {t}" if t == T - 1 else f"positions {t} .. {T - 1}"
-    return findings.make("linear-causal-leak", f"with q, k and v at {redrawn} redrawn, your outputs at positions "
-                         f"0 .. {t - 1} change (relative L2 {change:.2g}): they read later positions ({case.label})",
-                         score=0.95)
+    redrawn = t("evidence.modern.diagnoses_linear.position", t=at) if at == T - 1 else \
+        t("evidence.modern.diagnoses_linear.positions", t=at, last=T - 1)
+    return findings.make("linear-causal-leak", t("evidence.modern.diagnoses_linear.leak", redrawn=redrawn,
+                                                 before=at - 1, change=change, label=case.label), score=0.95)
 
 
 @diagnosis("causal-diagonal", LINEAR)
 def causal_diagonal(check):
-    return first(check, "causal-diagonal", [(LinearKnobs(sums="strict"), "the running sums over j < i: each "
-                                             "position's own key and value left out")])
+    return first(check, "causal-diagonal", [(LinearKnobs(sums="strict"),
+                                             t("evidence.modern.diagnoses_linear.strict"))])
 
 
 @diagnosis("linear-no-normaliser", LINEAR)
 def no_normaliser(check):
     return first(check, "linear-no-normaliser", [
-        (LinearKnobs(normaliser=False), "out_i = phi(q_i) . S: the denominator phi(q_i) . z + eps left out")])
+        (LinearKnobs(normaliser=False), t("evidence.modern.diagnoses_linear.no_normaliser"))])
 
 
 GRID = (-2.0, -1.0, 0.0, 1.0, 2.0)  # the key values the feature map is read at
@@ -109,7 +111,8 @@ def feature_shares(check) -> list[float] | None:
               "k": torch.tensor(GRID, dtype=torch.float64).view(1, 1, n, 1),
               "v": torch.eye(n, dtype=torch.float64).view(1, 1, n, n)}
     dims = {"B": 1, "H": 1, "T": n, "Tq": n, "Tk": n, "d": 1, "dv": n, "causal": False, "eps": 1e-12}
-    o = calls.run(check.spec, check.target, Case("d=1, keys at -2 .. 2, v one-hot", inputs, dims), check.path)
+    o = calls.run(check.spec, check.target, Case(t("evidence.modern.diagnoses_linear.probe"), inputs, dims),
+                  check.path)
     if o.outputs is None or o.outputs[0].shape != (1, 1, n, n):
         return None
     row = o.outputs[0][0, 0, 0].detach().double()
@@ -122,8 +125,8 @@ def feature_shares(check) -> list[float] | None:
 @diagnosis("linear-feature-map", LINEAR)
 def feature_map(check):
     named = first(check, "linear-feature-map", [
-        (LinearKnobs(feature=how), f"phi(x) = {said} in place of elu(x) + 1")
-        for how, (said, _) in FEATURES.items() if how != "ok"])
+        (LinearKnobs(feature=how), t("evidence.modern.diagnoses_linear.feature", said=variants_linear.said(how)))
+        for how in FEATURES if how != "ok"])
     if named:
         return named
     if any(o.outputs is None for o in check.outcomes):
@@ -136,9 +139,8 @@ def feature_map(check):
     if max(abs(a - b) for a, b in zip(shares, want)) <= 1e-6:
         return None
     at = ", ".join(f"{x:g}" for x in GRID)
-    return findings.make("linear-feature-map", f"read off your outputs with d = 1, keys at x = {at} and v one-hot "
-                         f"(each output feature is one key's share of the weights): your map gives shares "
-                         f"{_list(shares)}, elu(x) + 1 gives {_list(want)}", score=0.95)
+    return findings.make("linear-feature-map", t("evidence.modern.diagnoses_linear.shares", at=at, got=_list(shares),
+                                                 want=_list(want)), score=0.95)
 
 
 def _list(xs) -> str:

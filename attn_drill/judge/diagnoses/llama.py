@@ -7,6 +7,7 @@ every case; the scale is fitted (the one factor that reproduces the outputs), ne
 
 from __future__ import annotations
 
+from attn_drill.i18n import t
 from attn_drill.judge.diagnoses import diagnosis, fitted_scale
 from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.probes import rope as rope_fit
@@ -20,83 +21,83 @@ LLAMA = ("llama-block",)
 @diagnosis("rmsnorm-mean-subtracted", LLAMA)
 def rmsnorm_mean(check):
     return first(check, "rmsnorm-mean-subtracted", [
-        (LlamaKnobs(norm="mean"), "RMSNorm with the mean subtracted first, as LayerNorm does"),
-        (LlamaKnobs(norm="var"), "x / sqrt(var(x) + eps): the variance (centred) in place of the mean square")])
+        (LlamaKnobs(norm="mean"), t("evidence.modern.diagnoses_llama.rmsnorm_mean")),
+        (LlamaKnobs(norm="var"), t("evidence.modern.diagnoses_llama.rmsnorm_var"))])
 
 
 @diagnosis("rmsnorm-eps-misplaced", LLAMA)
 def rmsnorm_eps(check):
     return first(check, "rmsnorm-eps-misplaced", [
-        (LlamaKnobs(norm="eps_outside"), "x / (sqrt(mean(x^2)) + eps): eps added outside the square root"),
-        (LlamaKnobs(norm="no_eps"), "x / sqrt(mean(x^2)): no eps at all")])
+        (LlamaKnobs(norm="eps_outside"), t("evidence.modern.diagnoses_llama.eps_outside")),
+        (LlamaKnobs(norm="no_eps"), t("evidence.modern.diagnoses_llama.no_eps"))])
 
 
 @diagnosis("swiglu-gate-swapped", LLAMA)
 def swiglu_swapped(check):
     return first(check, "swiglu-gate-swapped", [(LlamaKnobs(gate="swapped"),
-                 "w2(w1(x) * silu(w3(x))): SiLU on the up projection w3, not on the gate w1")])
+                 t("evidence.modern.diagnoses_llama.gate_swapped"))])
 
 
 @diagnosis("swiglu-wrong-activation", LLAMA)
 def swiglu_activation(check):
     return first(check, "swiglu-wrong-activation", [
-        (LlamaKnobs(gate=g), f"w2({name}(w1(x)) * w3(x)): {name} in place of SiLU")
+        (LlamaKnobs(gate=g), t("evidence.modern.diagnoses_llama.activation", name=name) if name else
+         t("evidence.modern.diagnoses_llama.no_activation"))
         for g, name in (("relu", "relu"), ("gelu", "gelu"), ("gelu_tanh", "gelu (tanh)"), ("sigmoid", "sigmoid"),
-                        ("none", "no activation,"))])
+                        ("none", None))])
 
 
 @diagnosis("missing-residual", LLAMA)
 def missing_residual(check):
     return first(check, "missing-residual", [
-        (LlamaKnobs(residual="no_attn"), "h = attn(attn_norm(x)): the attention's output replaces x"),
-        (LlamaKnobs(residual="no_ffn"), "out = ffn(ffn_norm(h)): the feed-forward's output replaces h")])
+        (LlamaKnobs(residual="no_attn"), t("evidence.modern.diagnoses_llama.no_attn_residual")),
+        (LlamaKnobs(residual="no_ffn"), t("evidence.modern.diagnoses_llama.no_ffn_residual"))])
 
 
 @diagnosis("norm-placement", LLAMA)
 def norm_placement(check):
     return first(check, "norm-placement", [(LlamaKnobs(placement="post"),
-                 "post-norm: h = attn_norm(x + attn(x)); out = ffn_norm(h + ffn(h)), where LLaMA normalises each "
-                 "sub-layer's input")])
+                                            t("evidence.modern.diagnoses_llama.post_norm"))])
 
 
 @diagnosis(("rope-interleaved", "rope-wrong-direction", "rope-positions-ignored"), LLAMA)
 def rope(check):
     return first(check, "rope-interleaved", [
-        (LlamaKnobs(attn=Knobs(rope_pairs="interleaved")),
-         "RoPE on adjacent pairs (2i, 2i + 1), Meta's original LLaMA layout (another project's convention)")]) or \
-        first(check, "rope-wrong-direction", [(LlamaKnobs(attn=Knobs(rope_sign=-1)), "RoPE turning by -theta")]) or \
+        (LlamaKnobs(attn=Knobs(rope_pairs="interleaved")), t("evidence.modern.diagnoses_llama.rope_interleaved"))]) or \
+        first(check, "rope-wrong-direction", [(LlamaKnobs(attn=Knobs(rope_sign=-1)),
+                                               t("evidence.modern.diagnoses_llama.rope_direction"))]) or \
         first(check, "rope-positions-ignored", [(LlamaKnobs(attn=Knobs(rope_positions="arange")),
-                                                 "RoPE at positions 0 .. T-1, not the positions given")])
+                                                 t("evidence.modern.diagnoses_llama.rope_positions"))])
 
 
 @diagnosis("rope-wrong-frequencies", LLAMA)
 def rope_frequencies(check):
     return first(check, "rope-wrong-frequencies", [
-        (LlamaKnobs(attn=Knobs(rope_freqs=how)), f"RoPE's angle per pair {said}")
-        for how, (said, _) in rope_fit.FREQUENCIES.items() if how != "ok"])
+        (LlamaKnobs(attn=Knobs(rope_freqs=how)),
+         t("evidence.modern.diagnoses_llama.rope_frequencies", said=rope_fit.frequency_said(how)))
+        for how in rope_fit.FREQUENCIES if how != "ok"])
 
 
 @diagnosis("kv-repeat-order", LLAMA)
 def kv_repeat(check):
     return first(check, "kv-repeat-order", [(LlamaKnobs(attn=Knobs(kv_repeat="tile")),
-                 "kv heads tiled with repeat: query head h reads kv head h % Hkv, not h // (H // Hkv)")])
+                 t("evidence.modern.diagnoses_llama.kv_tiled"))])
 
 
 @diagnosis(("causal-diagonal", "missing-causal-mask"), LLAMA)
 def causal(check):
-    return first(check, "missing-causal-mask", [(LlamaKnobs(causal="none"), "no causal mask: every token sees "
-                                                 "the later ones")]) or \
+    return first(check, "missing-causal-mask", [(LlamaKnobs(causal="none"),
+                                                 t("evidence.modern.diagnoses_llama.no_causal"))]) or \
         first(check, "causal-diagonal", [
-            (LlamaKnobs(causal="no-diagonal"), "a causal mask that hides the diagonal (j < i)"),
-            (LlamaKnobs(causal="no-diagonal", fill="min"), "a causal mask that hides the diagonal (j < i), filled "
-             "with finfo.min: the first token, left no key, spreads its weight over all of them"),
-            (LlamaKnobs(causal="one-future"), "a causal mask that shows one later token (j <= i + 1)")])
+            (LlamaKnobs(causal="no-diagonal"), t("evidence.modern.diagnoses_llama.no_diagonal")),
+            (LlamaKnobs(causal="no-diagonal", fill="min"), t("evidence.modern.diagnoses_llama.no_diagonal_min")),
+            (LlamaKnobs(causal="one-future"), t("evidence.modern.diagnoses_llama.one_future"))])
 
 
 @diagnosis("softmax-wrong-dim", LLAMA)
 def softmax_dim(check):
     return first(check, "softmax-wrong-dim", [(LlamaKnobs(attn=Knobs(softmax_dim=-2)),
-                                               "the softmax over the queries (dim=-2)")])
+                                               t("evidence.modern.diagnoses_llama.softmax_queries"))])
 
 
 @diagnosis(("missing-scale", "wrong-scale"), LLAMA)

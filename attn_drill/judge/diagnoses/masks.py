@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.diagnoses import LOCATORS, diagnosis
 from attn_drill.judge.specs.masks import NAMES, MaskKnobs
 
@@ -46,8 +47,9 @@ def finding(check, slug: str, knobs: MaskKnobs, how: str, fn: str | tuple, names
     fns = (fn,) if isinstance(fn, str) else fn
     o = next((o for f in fns for o in shown if o.case.config["fn"] == f), shown[0])
     got, ref = o.outputs[0].cpu(), check.refs[check.outcomes.index(o)][0]
-    evidence = (f"{how}: that is exactly your mask on {len(shown)} case{'s' if len(shown) > 1 else ''}, and every "
-                f"other case is right; e.g. {o.case.label}: {first_row(o.case, got, ref)}")
+    evidence = t("evidence.attention.diagnoses_masks.exactly_many" if len(shown) > 1 else
+                 "evidence.attention.diagnoses_masks.exactly_one", how=how, n=len(shown), case=o.case.label,
+                 row=first_row(o.case, got, ref))
     return findings.make(slug, evidence, line=line_in(check, o, names), score=score, picture=picture(o.case, got, ref))
 
 
@@ -62,19 +64,19 @@ def line_in(check, o, names: set) -> int | None:
 
 @diagnosis("mask-inverted", ("masks",))
 def inverted(check):
-    f = finding(check, "mask-inverted", MaskKnobs(inverted=True),
-                "True where the key must be hidden (nn.MultiheadAttention's convention)", EITHER, BUILD)
+    f = finding(check, "mask-inverted", MaskKnobs(inverted=True), t("evidence.attention.diagnoses_masks.inverted"),
+                EITHER, BUILD)
     if f:
         return f
     for part, fn in (("causal", "causal_mask"), ("padding", "padding_mask")):  # one function inverted, the other right
         f = finding(check, "mask-inverted", MaskKnobs(part=part),
-                    f"the {part} part True where the key must be hidden, the other part right", fn, BUILD)
+                    t(f"evidence.attention.diagnoses_masks.inverted_{part}"), fn, BUILD)
         if f:
             return f
-    for other, also in ((MaskKnobs(inverted=True, top_left=True), "also top-left aligned where tq != tk"),
-                        (MaskKnobs(inverted=True, diagonal=-1), "also off by one at the diagonal")):
-        f = finding(check, "mask-inverted", other, f"True where the key must be hidden, and {also}", EITHER,
-                    BUILD, score=0.9)
+    for other, also in ((MaskKnobs(inverted=True, top_left=True), "inverted_top_left"),
+                        (MaskKnobs(inverted=True, diagonal=-1), "inverted_diagonal")):
+        f = finding(check, "mask-inverted", other, t(f"evidence.attention.diagnoses_masks.{also}"), EITHER, BUILD,
+                    score=0.9)
         if f:
             return f
     return None
@@ -82,33 +84,33 @@ def inverted(check):
 
 @diagnosis("causal-diagonal", ("masks",))
 def diagonal(check):
-    return (finding(check, "causal-diagonal", MaskKnobs(diagonal=-1), "each query cannot see its own position "
-                    "(j < i + (tk - tq) instead of <=)", "causal_mask", COMPARE)
-            or finding(check, "causal-diagonal", MaskKnobs(diagonal=1), "each query sees one key in its future "
-                       "(j <= i + (tk - tq) + 1)", "causal_mask", COMPARE)
-            or finding(check, "causal-diagonal", MaskKnobs(diagonal=-1, top_left=True), "each query cannot see its "
-                       "own position (j < i), and the mask is top-left aligned too", "causal_mask", COMPARE,
+    return (finding(check, "causal-diagonal", MaskKnobs(diagonal=-1),
+                    t("evidence.attention.diagnoses_masks.own_position_hidden"), "causal_mask", COMPARE)
+            or finding(check, "causal-diagonal", MaskKnobs(diagonal=1),
+                       t("evidence.attention.diagnoses_masks.future_key"), "causal_mask", COMPARE)
+            or finding(check, "causal-diagonal", MaskKnobs(diagonal=-1, top_left=True),
+                       t("evidence.attention.diagnoses_masks.own_position_top_left"), "causal_mask", COMPARE,
                        score=0.9))
 
 
 @diagnosis("causal-misaligned", ("masks",))
 def misaligned(check):
-    return (finding(check, "causal-misaligned", MaskKnobs(top_left=True), "top-left aligned: query i sees keys "
-                    "j <= i whatever tq and tk (SDPA's is_causal=True), right only when tq == tk", "causal_mask",
-                    COMPARE)
-            or finding(check, "causal-misaligned", MaskKnobs(offset_sign=-1), "the offset taken with the wrong sign: "
-                       "j <= i - (tk - tq) instead of j <= i + (tk - tq), right only when tq == tk", "causal_mask",
+    return (finding(check, "causal-misaligned", MaskKnobs(top_left=True),
+                    t("evidence.attention.diagnoses_masks.top_left"), "causal_mask", COMPARE)
+            or finding(check, "causal-misaligned", MaskKnobs(offset_sign=-1),
+                       t("evidence.attention.diagnoses_masks.offset_sign"), "causal_mask",
                        COMPARE | {"sub", "__sub__", "__rsub__", "add", "__add__"}))
 
 
-PAIRS = [("causal-diagonal", MaskKnobs(diagonal=-1), "the diagonal hidden"),
-         ("causal-diagonal", MaskKnobs(diagonal=1), "one future key shown"),
-         ("causal-misaligned", MaskKnobs(top_left=True), "top-left aligned"),
-         ("padding-off-by-one", MaskKnobs(length_shift=1), "one key too many"),
-         ("padding-off-by-one", MaskKnobs(length_shift=-1), "one key too few"),
-         ("padding-on-queries", MaskKnobs(rows="queries"), "query rows hidden"),
-         ("mask-inverted", MaskKnobs(part="causal"), "the triangle inverted"),
-         ("mask-inverted", MaskKnobs(part="padding"), "the padding inverted")]
+# (slug, knobs, the key of how it is said: evidence.attention.diagnoses_masks.<key>)
+PAIRS = [("causal-diagonal", MaskKnobs(diagonal=-1), "pair_diagonal_hidden"),
+         ("causal-diagonal", MaskKnobs(diagonal=1), "pair_future_key"),
+         ("causal-misaligned", MaskKnobs(top_left=True), "pair_top_left"),
+         ("padding-off-by-one", MaskKnobs(length_shift=1), "pair_key_too_many"),
+         ("padding-off-by-one", MaskKnobs(length_shift=-1), "pair_key_too_few"),
+         ("padding-on-queries", MaskKnobs(rows="queries"), "pair_query_rows"),
+         ("mask-inverted", MaskKnobs(part="causal"), "pair_triangle_inverted"),
+         ("mask-inverted", MaskKnobs(part="padding"), "pair_padding_inverted")]
 
 
 @diagnosis(("causal-diagonal", "causal-misaligned", "padding-off-by-one", "padding-on-queries", "mask-inverted"),
@@ -124,9 +126,9 @@ def two_at_once(check):
             both = MaskKnobs(**{**_set(a), **_set(b)})
             if slug_a == slug_b or _set(a).keys() & _set(b).keys() or not telling(check, both):
                 continue
-            said = f"{how_a} and {how_b}: together that is exactly your mask on every case that differs"
-            return [findings.make(slug_a, said + f" (two mistakes: {slug_a} and {slug_b})", score=0.96),
-                    findings.make(slug_b, said + f" (two mistakes: {slug_a} and {slug_b})", score=0.95)]
+            said = t("evidence.attention.diagnoses_masks.pair", first=t(f"evidence.attention.diagnoses_masks.{how_a}"),
+                     second=t(f"evidence.attention.diagnoses_masks.{how_b}"), slug_a=slug_a, slug_b=slug_b)
+            return [findings.make(slug_a, said, score=0.96), findings.make(slug_b, said, score=0.95)]
     return None
 
 
@@ -136,18 +138,19 @@ def _set(knobs: MaskKnobs) -> dict:
 
 @diagnosis("padding-off-by-one", ("masks",))
 def off_by_one(check):
-    return (finding(check, "padding-off-by-one", MaskKnobs(length_shift=1), "one key too many: j <= lengths[b] "
-                    "instead of j < lengths[b]", "padding_mask", COMPARE)
-            or finding(check, "padding-off-by-one", MaskKnobs(length_shift=-1), "one key too few: j < lengths[b] - 1",
-                       "padding_mask", COMPARE | {"sub", "__sub__", "__rsub__"}))
+    return (finding(check, "padding-off-by-one", MaskKnobs(length_shift=1),
+                    t("evidence.attention.diagnoses_masks.key_too_many"), "padding_mask", COMPARE)
+            or finding(check, "padding-off-by-one", MaskKnobs(length_shift=-1),
+                       t("evidence.attention.diagnoses_masks.key_too_few"), "padding_mask",
+                       COMPARE | {"sub", "__sub__", "__rsub__"}))
 
 
 @diagnosis("padding-on-queries", ("masks",))
 def on_queries(check):
-    return (finding(check, "padding-on-queries", MaskKnobs(rows="queries"), "the lengths hide query rows "
-                    "(mask[b, 0, i, j] = i < lengths[b]) instead of key columns", "attention_mask", PLACE)
-            or finding(check, "padding-on-queries", MaskKnobs(rows="both"), "the lengths hide the padded query "
-                       "rows as well as the padded keys: only keys are masked", "attention_mask", PLACE))
+    return (finding(check, "padding-on-queries", MaskKnobs(rows="queries"),
+                    t("evidence.attention.diagnoses_masks.query_rows"), "attention_mask", PLACE)
+            or finding(check, "padding-on-queries", MaskKnobs(rows="both"),
+                       t("evidence.attention.diagnoses_masks.query_rows_too"), "attention_mask", PLACE))
 
 
 # --- evidence: one row in words, and the masks side by side ----------------------------------------------
@@ -155,10 +158,11 @@ def on_queries(check):
 def keys(row: torch.Tensor) -> str:
     on = row.nonzero().flatten().tolist()
     if not on:
-        return "no key"
+        return t("evidence.attention.diagnoses_masks.no_key")
     if on == list(range(on[0], on[-1] + 1)):
-        return f"key {on[0]}" if len(on) == 1 else f"keys {on[0]}-{on[-1]}"
-    return "keys " + ", ".join(map(str, on))
+        return (t("evidence.attention.diagnoses_masks.key", key=on[0]) if len(on) == 1 else
+                t("evidence.attention.diagnoses_masks.key_range", first=on[0], last=on[-1]))
+    return t("evidence.attention.diagnoses_masks.key_list", keys=", ".join(map(str, on)))
 
 
 def first_row(case, got: torch.Tensor, want: torch.Tensor) -> str:
@@ -166,12 +170,14 @@ def first_row(case, got: torch.Tensor, want: torch.Tensor) -> str:
     index = tuple(int(i) for i in (got != want).any(-1).nonzero()[0])
     fn = case.config["fn"]
     if fn == "causal_mask":
-        who = f"query {index[0]}"
+        who = t("evidence.attention.diagnoses_masks.query", query=index[0])
     elif fn == "padding_mask":
-        who = f"sequence {index[0]} (length {int(case.inputs['lengths'][index[0]])})"
+        who = t("evidence.attention.diagnoses_masks.sequence", seq=index[0],
+                length=int(case.inputs['lengths'][index[0]]))
     else:
-        who = f"query {index[2]} of sequence {index[0]} (length {int(case.inputs['lengths'][index[0]])})"
-    return f"{who} sees {keys(got[index])}, expected {keys(want[index])}"
+        who = t("evidence.attention.diagnoses_masks.query_of_sequence", query=index[2], seq=index[0],
+                length=int(case.inputs['lengths'][index[0]]))
+    return t("evidence.attention.diagnoses_masks.sees", who=who, got=keys(got[index]), want=keys(want[index]))
 
 
 def picture(case, got: torch.Tensor, want: torch.Tensor) -> dict:
@@ -180,17 +186,17 @@ def picture(case, got: torch.Tensor, want: torch.Tensor) -> dict:
     if fn == "attention_mask":
         b = int((got != want).flatten(1).sum(1).argmax())
         got, want = got[b, 0], want[b, 0]
-        title = f"mask of sequence {b} (length {int(case.inputs['lengths'][b])}): rows = queries, columns = keys"
+        title = t("evidence.attention.diagnoses_masks.picture_sequence", seq=b, length=int(case.inputs['lengths'][b]))
     elif fn == "padding_mask":
-        title = "mask: rows = sequences (no query axis), columns = keys"
+        title = t("evidence.attention.diagnoses_masks.picture_padding")
     else:
-        title = "mask: rows = queries, columns = keys"
+        title = t("evidence.attention.diagnoses_masks.picture_causal")
 
     def rows(t):
         return [[1.0 if v else 0.0 for v in row] for row in t.tolist()]
 
-    return {"title": title + "; filled = may attend", "caption": case.label, "yours": rows(got),
-            "expected": rows(want)}
+    return {"title": t("evidence.attention.diagnoses_masks.picture_filled", title=title), "caption": case.label,
+            "yours": rows(got), "expected": rows(want)}
 
 
 def by_function(check) -> str:
@@ -200,12 +206,14 @@ def by_function(check) -> str:
         mine = [(o, r) for o, r in zip(check.outcomes, check.refs) if o.case.config["fn"] == name]
         wrong = [(o, r) for o, r in mine if o.outputs is None or not torch.equal(o.outputs[0].cpu(), r[0])]
         if not wrong:
-            parts.append(f"{name} is right on its {len(mine)} cases")
+            parts.append(t("evidence.attention.diagnoses_masks.right_on_all", name=name, n=len(mine)))
             continue
         o, r = wrong[0]
-        said = "raised" if o.outputs is None else first_row(o.case, o.outputs[0].cpu(), r[0])
-        parts.append(f"{name} is wrong on {len(wrong)} of {len(mine)} ({o.case.label}: {said})")
-    return "; ".join(parts)
+        said = (t("evidence.attention.diagnoses_masks.raised") if o.outputs is None else
+                first_row(o.case, o.outputs[0].cpu(), r[0]))
+        parts.append(t("evidence.attention.diagnoses_masks.wrong_on", name=name, wrong=len(wrong), n=len(mine),
+                       case=o.case.label, said=said))
+    return t("evidence.attention.diagnoses_masks.separator").join(parts)
 
 
 LOCATORS["masks"] = by_function

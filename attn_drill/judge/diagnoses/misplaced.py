@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.diagnoses import (MASKING, departure, diagnosis, first_outcome, golden, line_of, match,
                                         variant_finding)
 from attn_drill.judge.diagnoses.attention import ATTENTION, MODULES, WINDOWED, first_masked
@@ -31,14 +32,14 @@ SCALING = {"__mul__", "__truediv__", "mul", "div", "__rmul__", "__itruediv__", "
 
 # --- scale-after-softmax ----------------------------------------------------------------------------
 
-AFTER = {"weights": "1/sqrt(d) applied to the weights after the softmax (the scores left unscaled)",
-         "output": "1/sqrt(d) applied to the attention's output after the softmax (the scores left unscaled)"}
+AFTER = ("weights", "output")  # where 1/sqrt(d) goes instead: said by evidence.attention.diagnoses_misplaced.after_*
 
 
 @diagnosis("scale-after-softmax", ATTENTION + WINDOWED + ("kv-cache", "flash"))
 def scale_after_softmax(check):
     line = line_of(first_outcome(check), SCALING, last=True)
-    for at, how in AFTER.items():
+    for at in AFTER:
+        how = t(f"evidence.attention.diagnoses_misplaced.after_{at}")
         if check.spec.id == "flash":
             knobs = FlashKnobs(scale_at=at) if at == "output" else None
         elif check.spec.id == "kv-cache":
@@ -82,7 +83,7 @@ def mask_fill_zero(check):
         return None
     value = round(fill, 4)
     said = f"{value:g}" if abs(value - round(value)) > 1e-4 else f"{round(value):d}"
-    how = f"hidden scores set to {said} instead of -inf, so the hidden keys keep some weight"
+    how = t("evidence.attention.diagnoses_misplaced.fill", value=said)
     gone = departure(check)  # the user's line that made the first tensor with finite hidden scores
     o = first_masked(check)
     filling = {line for name, line in (o.tracer.calls if o and o.tracer else []) if name in FILLS | {"__mul__", "mul"}}
@@ -132,7 +133,7 @@ def mask_fill_zero_inside(check):
         return None
     value = round(fill, 4)
     said = f"{value:g}" if abs(value - round(value)) > 1e-4 else f"{round(value):d}"
-    how = f"hidden (future) scores set to {said} instead of -inf, so later keys keep some weight"
+    how = t("evidence.attention.diagnoses_misplaced.fill_future", value=said)
     gone = departure(check)  # the user's line that made the first tensor with finite hidden scores
     o = first_outcome(check)
     line = (gone.line if gone and gone.kind == "mask" else None) or line_of(o, FILLS) or line_of(o, MASKING)
@@ -211,25 +212,31 @@ def fused_block(target: int, source: int):
     return change
 
 
-ROLES = {"W_q": "queries", "W_k": "keys", "W_v": "values"}
+ROLES = {"W_q": "queries", "W_k": "keys", "W_v": "values"}  # said by evidence.attention.diagnoses_misplaced.role_*
 FUSED = ("q", "k", "v")
+
+
+def _role(layer: str) -> str:
+    """What the layer makes, in words: "queries"."""
+    return t(f"evidence.attention.diagnoses_misplaced.role_{ROLES[layer]}")
 
 
 def swaps(exercise: str) -> list[tuple[str, object, str | None]]:
     """(how to say it, case change, a pattern for the user's line that does it) for every swap the exercise allows."""
     if exercise == "mha-fused":
-        out = [(f"W_qkv's {FUSED[s]} slice used for the {FUSED[t]} as well", fused_block(t, s), None)
-               for t in range(3) for s in range(3) if s != t]
-        return out + [(f"W_qkv's {FUSED[a]} and {FUSED[b]} slices swapped", lambda c, a=a, b=b: swap_fused(c, a, b),
-                       None) for a, b in ((0, 1), (1, 2), (0, 2))]
-    out = [(f"{s} used for the {ROLES[t]}, in {t}'s place", use_param(t, s), rf"^\s*{t[-1]}\w*\s*=.*\b{s}\b")
-           for t in ROLES for s in ROLES if s != t]
-    out += [(f"{a} and {b} swapped", swap_params(a, b), rf"\b{a}\b.*\b{b}\b|\b{b}\b.*\b{a}\b")
-            for a, b in (("W_q", "W_k"), ("W_k", "W_v"), ("W_q", "W_v"))]
+        out = [(t("evidence.attention.diagnoses_misplaced.fused_slice_reused", source=FUSED[s], target=FUSED[d]),
+                fused_block(d, s), None) for d in range(3) for s in range(3) if s != d]
+        return out + [(t("evidence.attention.diagnoses_misplaced.fused_slices_swapped", a=FUSED[a], b=FUSED[b]),
+                       lambda c, a=a, b=b: swap_fused(c, a, b), None) for a, b in ((0, 1), (1, 2), (0, 2))]
+    out = [(t("evidence.attention.diagnoses_misplaced.used_for", source=s, role=_role(d), target=d), use_param(d, s),
+            rf"^\s*{d[-1]}\w*\s*=.*\b{s}\b") for d in ROLES for s in ROLES if s != d]
+    out += [(t("evidence.attention.diagnoses_misplaced.swapped", a=a, b=b), swap_params(a, b),
+             rf"\b{a}\b.*\b{b}\b|\b{b}\b.*\b{a}\b") for a, b in (("W_q", "W_k"), ("W_k", "W_v"), ("W_q", "W_v"))]
     if exercise in ("mha", "mha-dims"):  # three inputs: one of them projected in another's place
-        out += [(f"the {s} input projected for the {ROLES[t]}, in the {ROLES[t][:-1]} input's place",
-                 use_input({"W_k": "key", "W_v": "value", "W_q": "query"}[t], s), rf"\b{t}\(\s*{s}\b")
-                for t, s in (("W_k", "query"), ("W_v", "query"), ("W_v", "key"), ("W_q", "key"), ("W_k", "value"))]
+        out += [(t("evidence.attention.diagnoses_misplaced.input_projected", source=s, role=_role(d),
+                   input=t(f"evidence.attention.diagnoses_misplaced.input_{ROLES[d]}")),
+                 use_input({"W_k": "key", "W_v": "value", "W_q": "query"}[d], s), rf"\b{d}\(\s*{s}\b")
+                for d, s in (("W_k", "query"), ("W_v", "query"), ("W_v", "key"), ("W_q", "key"), ("W_k", "value"))]
     return out
 
 
@@ -295,28 +302,23 @@ def wrong_projection(check):
         if f:
             raised = [o for o in check.outcomes if o.error is not None]
             if raised:  # the swap raises there too: Tq != Tk, a key and a query of other lengths
-                f.evidence += (f"; with it your code raises on the {len(raised)} of {len(check.outcomes)} cases "
-                               f"where the two inputs differ in length")
+                f.evidence += t("evidence.attention.diagnoses_misplaced.raises_on_lengths", raised=len(raised),
+                                n=len(check.outcomes))
             return f
     return None
 
 
 # --- projection-before-merge --------------------------------------------------------------------------
 
-PER_HEAD = {
-    "bias": "W_o's column block applied to each head and the results summed, W_o's bias added once per head",
-    "rows": "each head multiplied by a row block of W_o's weight (the merged heads times W_o.weight, untransposed)",
-    "rows+bias": "each head multiplied by a row block of W_o's weight, W_o's bias added once per head",
-    "diagonal": "each head through W_o's diagonal block only, the heads then concatenated",
-    "first": "every head through W_o's first column block (a head zero-padded to W_o's width), the results summed",
-    "first+bias": "every head through W_o in full, zero-padded, the results summed with the bias once per head",
-}
+# the knobs.per_head ways, each said by evidence.attention.diagnoses_misplaced.per_head_<way, "+" as "_">
+PER_HEAD = ("bias", "rows", "rows+bias", "diagonal", "first", "first+bias")
 
 
 @diagnosis("projection-before-merge", MODULES + ("kv-cache",))
 def projection_before_merge(check):
     line = line_of(first_outcome(check), {"linear", "einsum", "__matmul__", "matmul"}, last=True)
-    for how, said in PER_HEAD.items():
+    for how in PER_HEAD:
+        said = t(f"evidence.attention.diagnoses_misplaced.per_head_{how.replace('+', '_')}")
         knobs = CacheKnobs(per_head=how) if check.spec.id == "kv-cache" else Knobs(per_head=how)
         f = variant_finding(check, "projection-before-merge", knobs, said, line=line)
         if f:
@@ -326,17 +328,14 @@ def projection_before_merge(check):
 
 # --- flash: the sum never divided by, or a stale one --------------------------------------------------
 
-NORMALISE = {"never": "the accumulator returned as it is, never divided by the running sum",
-             "stale": "the accumulator divided by the running sum as it stood before the last block was added",
-             "stale-rescaled": "the accumulator divided by the running sum before the last block's terms were "
-                               "added to it",
-             "last-block": "the accumulator divided by the last block's own sum (the loop's last row_sum), not by "
-                           "the running sum over every block"}
+# the FlashKnobs.normalise ways, each said by evidence.attention.diagnoses_misplaced.normalise_<way, "-" as "_">
+NORMALISE = ("never", "stale", "stale-rescaled", "last-block")
 
 
 @diagnosis("online-softmax-no-normalise", ("flash",))
 def no_normalise(check):
-    for how, said in NORMALISE.items():
+    for how in NORMALISE:
+        said = t(f"evidence.attention.diagnoses_misplaced.normalise_{how.replace('-', '_')}")
         for at in ("scores", "output"):
             f = variant_finding(check, "online-softmax-no-normalise", FlashKnobs(normalise=how, scale_at=at), said,
                                 line=line_of(first_outcome(check), {"__truediv__", "div", "__itruediv__"}, last=True))
@@ -351,5 +350,5 @@ def no_normalise(check):
 def rope_on_values(check):
     line = source_line(check.path, r"\bv\b.*(rope|rotat|cos|sin)|(rope|rotat)\w*\(.*\bv\b")
     return variant_finding(check, "rope-on-values", CacheKnobs(rope_values=True),
-                           "v turned by RoPE like k (and cached turned)",
+                           t("evidence.attention.diagnoses_misplaced.rope_on_values"),
                            line=line or line_of(first_outcome(check), {"cos", "sin", "__mul__", "cat"}))

@@ -11,6 +11,7 @@ RoPE), and a case that starts from the reference's cache then goes wrong (its ev
 from __future__ import annotations
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import load
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import MATCH, SHAPE_CAUSES, diagnosis, fitted_scale
@@ -41,18 +42,18 @@ def cache_holds(o) -> str | None:
     if o.outputs is None:
         return None
     case, past = o.case, o.case.dims["T_past"]
-    c_kv, k_pe = (t.detach().double().cpu() for t in o.outputs[1:3])
+    c_kv, k_pe = (x.detach().double().cpu() for x in o.outputs[1:3])
     want = variants_mla.run(case.params, case.inputs["x"], case.config, case.dims["steps"],
                             None if own_cache(case) else (case.inputs["c_past"], case.inputs["pe_past"]))
     c_raw, pe_raw = raw_latent(case)
     said = []
     if c_kv.shape == want[1].shape and closeness(c_kv, want[1]) > MATCH:
-        said.append("c_kv is the latent before kv_norm (W_kv_a's first kv_rank features as they come)"
-                    if closeness(c_kv[:, past:], c_raw) <= MATCH else "c_kv holds other numbers than kv_norm's output")
+        said.append(t("evidence.modern.diagnoses_mla.c_kv_raw") if closeness(c_kv[:, past:], c_raw) <= MATCH
+                    else t("evidence.modern.diagnoses_mla.c_kv_other"))
     if k_pe.shape == want[2].shape and closeness(k_pe, want[2]) > MATCH:
-        said.append("k_pe is the rope key before RoPE" if closeness(k_pe[:, past:], pe_raw) <= MATCH
-                    else "k_pe holds other numbers than the rotated rope key")
-    return "; ".join(said) or None
+        said.append(t("evidence.modern.diagnoses_mla.k_pe_raw") if closeness(k_pe[:, past:], pe_raw) <= MATCH
+                    else t("evidence.modern.diagnoses_mla.k_pe_other"))
+    return t("evidence.modern.diagnoses_mla.sep").join(said) or None
 
 
 def outputs_right_on_own_cache(check) -> list:
@@ -69,10 +70,10 @@ def given_cache_evidence(check) -> str:
         if own_cache(o.case):
             continue
         if o.outputs is None:
-            return f"fed the reference's cache ({o.case.label}), your code raises {load.describe(o.error)}"
+            return t("evidence.modern.diagnoses_mla.given_raises", label=o.case.label, error=load.describe(o.error))
         err = closeness(o.outputs[0], ref[0])
         if err > MATCH:
-            return f"fed the reference's cache ({o.case.label}), your out is off by {err:.2g} (relative L2)"
+            return t("evidence.modern.diagnoses_mla.given_off", label=o.case.label, err=err)
     return ""
 
 
@@ -80,18 +81,19 @@ def given_cache_evidence(check) -> str:
 def cache_expanded(check):
     """The known forms by their variants; any other cache that only the file itself can read, from the outputs."""
     found = first(check, "mla-cache-expanded", [
-        (MLAKnobs(cache="raw"), "the cache holds the latent before kv_norm, normalised again where it is read"),
-        (MLAKnobs(cache="unrotated"), "the cache holds the rope key before RoPE, turned where it is read")])
+        (MLAKnobs(cache="raw"), t("evidence.modern.diagnoses_mla.cache_raw")),
+        (MLAKnobs(cache="unrotated"), t("evidence.modern.diagnoses_mla.cache_unrotated"))])
     if found:
         return found
     own = outputs_right_on_own_cache(check)
     held = next(filter(None, (cache_holds(o) for o in own)), None)
     if not own or held is None:
         return None
-    evidence = (f"your out is right on each of the {len(own)} cases that feed your own cache back, but the cache you "
-                f"return is not the contract's: {held} ({own[0].case.label})")
+    evidence = t("evidence.modern.diagnoses_mla.cache_not_contract", n=len(own), held=held, label=own[0].case.label)
     tail = given_cache_evidence(check)
-    return findings.make("mla-cache-expanded", evidence + (f"; {tail}" if tail else ""), score=0.95)
+    if tail:
+        evidence = t("evidence.modern.diagnoses_mla.then", first=evidence, second=tail)
+    return findings.make("mla-cache-expanded", evidence, score=0.95)
 
 
 def per_head_cache(check, symptom):
@@ -105,22 +107,23 @@ def per_head_cache(check, symptom):
         if o.outputs[0].shape != ref[0].shape or closeness(o.outputs[0], ref[0]) > MATCH:
             return None
         own.append(o)
-        got = tuple(tuple(t.shape) for t in o.outputs[1:3])
-        if got != tuple(tuple(t.shape) for t in ref[1:3]):
+        got = tuple(tuple(x.shape) for x in o.outputs[1:3])
+        if got != tuple(tuple(x.shape) for x in ref[1:3]):
             shapes = shapes or (o, got)
     if len(own) < 2 or shapes is None:
         return None
     o, (a, b) = shapes
     dims = o.case.dims
     H, Tk = dims["H"], dims["Tk"]
-    heads = {(dims["B"], H, Tk, dims["d_nope"] + dims["d_rope"]): "every head's key", (dims["B"], H, Tk, dims["d_v"]):
-             "every head's value", (dims["B"], Tk, H, dims["d_nope"] + dims["d_rope"]): "every head's key",
-             (dims["B"], Tk, H, dims["d_v"]): "every head's value"}
+    key, value = t("evidence.modern.diagnoses_mla.every_key"), t("evidence.modern.diagnoses_mla.every_value")
+    heads = {(dims["B"], H, Tk, dims["d_nope"] + dims["d_rope"]): key, (dims["B"], H, Tk, dims["d_v"]): value,
+             (dims["B"], Tk, H, dims["d_nope"] + dims["d_rope"]): key, (dims["B"], Tk, H, dims["d_v"]): value}
     what = [heads[s] for s in (a, b) if s in heads]
-    said = f" ({' and '.join(what)}, {H} heads a token)" if what else ""
-    return findings.make("mla-cache-expanded", f"{symptom.evidence}: your out is right on each of the {len(own)} "
-                         f"cases that feed your own cache back, but the cache you return is {a} and {b}{said}, not "
-                         f"the latent and the rope key", score=1.5)
+    said = t("evidence.modern.diagnoses_mla.heads_a_token", what=t("evidence.modern.diagnoses_mla.and").join(what),
+             H=H) if what else ""
+    return findings.make("mla-cache-expanded", t("evidence.modern.diagnoses_mla.per_head_cache",
+                                                 symptom=symptom.evidence, n=len(own), a=a, b=b, said=said),
+                         score=1.5)
 
 
 SHAPE_CAUSES["mla"] = per_head_cache
@@ -131,68 +134,58 @@ SHAPE_CAUSES["mla"] = per_head_cache
 @diagnosis("mla-latent-not-normalised", MLA)
 def latent_not_normalised(check):
     return first(check, "mla-latent-not-normalised", [
-        (MLAKnobs(latent="raw"), "kv_norm skipped: W_kv_b rebuilds the keys and values from the raw latent"),
-        (MLAKnobs(latent="twice"), "kv_norm applied twice to the latent"),
-        (MLAKnobs(latent="reread"), "kv_norm applied again to the cached latent where it is read (the cache holds it "
-         "normalised already)")])
+        (MLAKnobs(latent="raw"), t("evidence.modern.diagnoses_mla.latent_raw")),
+        (MLAKnobs(latent="twice"), t("evidence.modern.diagnoses_mla.latent_twice")),
+        (MLAKnobs(latent="reread"), t("evidence.modern.diagnoses_mla.latent_reread"))])
 
 
 @diagnosis("mla-kv-layout", MLA)
 def kv_layout(check):
     return first(check, "mla-kv-layout", [
-        (MLAKnobs(kv_b="blocked"), "W_kv_b's output read as [all heads' k_nope | all heads' v], not [k_nope | v] "
-         "per head"),
-        (MLAKnobs(q="blocked"), "W_q's output read as [all heads' q_nope | all heads' q_pe], not [q_nope | q_pe] "
-         "per head"),
-        (MLAKnobs(kv_a="swapped"), "W_kv_a's output read as [k_pe | c_kv], not [c_kv | k_pe]")])
+        (MLAKnobs(kv_b="blocked"), t("evidence.modern.diagnoses_mla.kv_b_blocked")),
+        (MLAKnobs(q="blocked"), t("evidence.modern.diagnoses_mla.q_blocked")),
+        (MLAKnobs(kv_a="swapped"), t("evidence.modern.diagnoses_mla.kv_a_swapped"))])
 
 
 @diagnosis("mla-rope-misplaced", MLA)
 def rope_misplaced(check):
     return first(check, "mla-rope-misplaced", [
-        (MLAKnobs(rope="nope"), "RoPE on q_nope and k_nope instead of q_pe and k_pe"),
-        (MLAKnobs(rope="nope_q"), "RoPE on q_nope instead of q_pe (the rope key turned as it should be)"),
-        (MLAKnobs(rope="whole"), "RoPE on every feature of each head's q and k ([nope | pe] turned as one vector)"),
-        (MLAKnobs(rope="whole_q"), "RoPE on every feature of each query head ([q_nope | q_pe] turned as one vector)"),
-        (MLAKnobs(rope="whole_k"), "RoPE on every feature of each head's key ([k_nope | k_pe] turned as one vector)"),
-        (MLAKnobs(rope="no_k"), "RoPE on q_pe only: the rope key k_pe is never turned"),
-        (MLAKnobs(rope="no_q"), "RoPE on k_pe only: q_pe is never turned")])
+        (MLAKnobs(rope=how), t(f"evidence.modern.diagnoses_mla.rope_{how}"))
+        for how in ("nope", "nope_q", "whole", "whole_q", "whole_k", "no_k", "no_q")])
 
 
 @diagnosis("rmsnorm-mean-subtracted", MLA)
 def rmsnorm_mean(check):
     return first(check, "rmsnorm-mean-subtracted", [
-        (MLAKnobs(norm="mean"), "RMSNorm with the mean subtracted first, as LayerNorm does"),
-        (MLAKnobs(norm="var"), "x / sqrt(var(x) + eps): the variance (centred) in place of the mean square")])
+        (MLAKnobs(norm="mean"), t("evidence.modern.diagnoses_llama.rmsnorm_mean")),
+        (MLAKnobs(norm="var"), t("evidence.modern.diagnoses_llama.rmsnorm_var"))])
 
 
 @diagnosis("rmsnorm-eps-misplaced", MLA)
 def rmsnorm_eps(check):
     return first(check, "rmsnorm-eps-misplaced", [
-        (MLAKnobs(norm="eps_outside"), "x / (sqrt(mean(x^2)) + eps): eps added outside the square root"),
-        (MLAKnobs(norm="no_eps"), "x / sqrt(mean(x^2)): no eps at all")])
+        (MLAKnobs(norm="eps_outside"), t("evidence.modern.diagnoses_llama.eps_outside")),
+        (MLAKnobs(norm="no_eps"), t("evidence.modern.diagnoses_llama.no_eps"))])
 
 
 @diagnosis(("rope-interleaved", "rope-wrong-direction", "rope-positions-ignored"), MLA)
 def rope(check):
     return first(check, "rope-interleaved", [
-        (MLAKnobs(attn=Knobs(rope_pairs="interleaved")),
-         "RoPE on adjacent pairs (2i, 2i + 1) of q_pe and k_pe, DeepSeek's official layout (another project's "
-         "convention)")]) or \
-        first(check, "rope-wrong-direction", [(MLAKnobs(attn=Knobs(rope_sign=-1)), "RoPE turning by -theta")]) or \
+        (MLAKnobs(attn=Knobs(rope_pairs="interleaved")), t("evidence.modern.diagnoses_mla.rope_interleaved"))]) or \
+        first(check, "rope-wrong-direction", [(MLAKnobs(attn=Knobs(rope_sign=-1)),
+                                               t("evidence.modern.diagnoses_llama.rope_direction"))]) or \
         first(check, "rope-positions-ignored", [(MLAKnobs(attn=Knobs(rope_positions="arange")),
-                                                 "RoPE at positions 0 .. T_new-1 in every call, not after the cache")])
+                                                 t("evidence.modern.diagnoses_mla.rope_positions"))])
 
 
 @diagnosis("rope-wrong-frequencies", MLA)
 def rope_frequencies(check):
     return first(check, "rope-wrong-frequencies", [
-        (MLAKnobs(attn=Knobs(rope_freqs=how)), f"RoPE's angle per pair {said}")
-        for how, (said, _) in rope_fit.FREQUENCIES.items() if how != "ok"] + [
-        (MLAKnobs(rope_width="head"), "RoPE's angle per pair base ** (-2i/(d_nope + d_rope)): the whole head's width "
-         "in the exponent, where q_pe and k_pe are d_rope wide"),
-        (MLAKnobs(rope_width="nope"), "RoPE's angle per pair base ** (-2i/d_nope): d_nope in the exponent, where q_pe "
-         "and k_pe are d_rope wide")])
+        (MLAKnobs(attn=Knobs(rope_freqs=how)),
+         t("evidence.modern.diagnoses_llama.rope_frequencies", said=rope_fit.frequency_said(how)))
+        for how in rope_fit.FREQUENCIES if how != "ok"] + [
+        (MLAKnobs(rope_width="head"), t("evidence.modern.diagnoses_mla.rope_width_head")),
+        (MLAKnobs(rope_width="nope"), t("evidence.modern.diagnoses_mla.rope_width_nope"))])
 
 
 # --- the attention inside ----------------------------------------------------------------------------------
@@ -200,22 +193,20 @@ def rope_frequencies(check):
 @diagnosis(("causal-diagonal", "missing-causal-mask", "causal-misaligned"), MLA)
 def causal(check):
     return first(check, "missing-causal-mask", [
-        (MLAKnobs(causal="none"), "no causal mask: every token sees the later ones"),
-        (MLAKnobs(causal="first-call"), "a causal mask only on a call without a cache: a chunk of several tokens "
-         "after the cache sees its own later tokens")]) or \
-        first(check, "causal-misaligned", [(MLAKnobs(causal="top-left"), "a causal mask aligned top-left, "
-                                            "tril() of (T_new, Tk): new token i sees keys j <= i, as if the cache "
-                                            "were not there")]) or \
-        first(check, "causal-diagonal", [(MLAKnobs(causal="no-diagonal"), "a causal mask that hides the query's "
-                                          "own key (j < T_past + i)"),
-                                         (MLAKnobs(causal="one-future"), "a causal mask that shows one later key "
-                                          "(j <= T_past + i + 1)")])
+        (MLAKnobs(causal="none"), t("evidence.modern.diagnoses_llama.no_causal")),
+        (MLAKnobs(causal="first-call"), t("evidence.modern.diagnoses_mla.causal_first_call"))]) or \
+        first(check, "causal-misaligned", [(MLAKnobs(causal="top-left"),
+                                            t("evidence.modern.diagnoses_mla.causal_top_left"))]) or \
+        first(check, "causal-diagonal", [(MLAKnobs(causal="no-diagonal"),
+                                          t("evidence.modern.diagnoses_mla.causal_no_diagonal")),
+                                         (MLAKnobs(causal="one-future"),
+                                          t("evidence.modern.diagnoses_mla.causal_one_future"))])
 
 
 @diagnosis("softmax-wrong-dim", MLA)
 def softmax_dim(check):
     return first(check, "softmax-wrong-dim", [(MLAKnobs(attn=Knobs(softmax_dim=-2)),
-                                               "the softmax over the queries (dim=-2)")])
+                                               t("evidence.modern.diagnoses_llama.softmax_queries"))])
 
 
 @diagnosis(("missing-scale", "wrong-scale"), MLA)

@@ -6,6 +6,7 @@ honour every knob, and say what their own layers should see for probes/modules.p
 
 from __future__ import annotations
 
+from attn_drill.i18n import t
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import (MATCH, RESHAPES, diagnosis, first_outcome, line_of, locate,
                                         variant_finding)
@@ -18,20 +19,19 @@ SPLITS = RESHAPES | {"split", "chunk", "unbind", "unflatten", "__getitem__"}
 def qkv_split_order(check):
     c = check.cases[0]
     d, D = c.dims["d"], c.dims["D"]
-    how = (f"W_qkv's output viewed as (B, T, H, 3, d): query head 1 then reads its features [{3 * d}, {4 * d}), "
-           f"where [q | k | v] puts it at [{d}, {2 * d}) (d={d}, D={D})")
+    how = t("evidence.attention.diagnoses_modules.qkv_per_head", start=3 * d, stop=4 * d, d=d, d2=2 * d, D=D)
     f = variant_finding(check, "qkv-split-order", Knobs(qkv_split="heads"), how,
                         line=line_of(first_outcome(check), SPLITS))
     if f:
-        f.evidence += f"; expected q, k, v = W_qkv(x).split({D}, dim=-1), then each viewed as (B, T, H, d)"
-        f.evidence += "; " + locate(check)
+        f.evidence += t("evidence.attention.diagnoses_modules.qkv_expected", D=D)
+        f.evidence += t("evidence.attention.diagnoses.tail", tail=locate(check))
     return f
 
 
 @diagnosis("kv-repeat-order", ("gqa",))
 def kv_repeat_order(check):
     f = variant_finding(check, "kv-repeat-order", Knobs(kv_repeat="tile"),
-                        "kv heads tiled, as .repeat does: query head h reading kv head h % num_kv_heads",
+                        t("evidence.attention.diagnoses_modules.kv_tiled"),
                         line=line_of(first_outcome(check), {"repeat", "expand", "tile"}))
     if f:
         for o in check.outcomes:
@@ -41,8 +41,8 @@ def kv_repeat_order(check):
             mapping = kv_mapping(o)
             if mapping:
                 g = H // Hkv
-                f.evidence += (f"; query heads 0..{H - 1} read kv heads {mapping}, expected "
-                               f"{[h // g for h in range(H)]} ({o.case.label})")
+                f.evidence += t("evidence.attention.diagnoses_modules.kv_mapping", last=H - 1, mapping=mapping,
+                                expected=[h // g for h in range(H)], case=o.case.label)
                 break
     return f
 

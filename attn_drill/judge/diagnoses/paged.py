@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import calls
 from attn_drill.judge.diagnoses import diagnosis, fitted_scale
 from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
@@ -36,8 +37,7 @@ def probe_case():
     x = case.inputs
     x["k_cache"] = torch.zeros_like(x["k_cache"])
     x["v_cache"] = torch.eye(n_slots, dtype=torch.float64).view(x["v_cache"].shape)
-    case.label = (f"a probe: B=4 H=2 Hkv=1 block_size={bs}, lengths {lengths}, every key 0 and every pool slot's "
-                  "value a one-hot of its own")
+    case.label = t("evidence.modern.diagnoses_paged.probe", bs=bs, lengths=lengths)
     return case
 
 
@@ -55,7 +55,7 @@ def slots_read(check):
     seqs = []
     for b, n in enumerate(x["lengths"].tolist()):
         read = {i for i, w in enumerate(out[b].tolist()) if abs(w) > 1e-9}
-        want = {int(x["block_table"][b, t // bs]) * bs + t % bs for t in range(n)}
+        want = {int(x["block_table"][b, p // bs]) * bs + p % bs for p in range(n)}
         seqs.append((read, want))
     return case, seqs
 
@@ -65,7 +65,7 @@ def pool_order(case, b: int) -> set:
     x, bs = case.inputs, case.dims["block_size"]
     n = int(x["lengths"][b])
     own = sorted(x["block_table"][b, :-(-n // bs)].tolist())
-    return {own[t // bs] * bs + t % bs for t in range(n)}
+    return {own[p // bs] * bs + p % bs for p in range(n)}
 
 
 def positions_of(case, b: int) -> dict[int, int]:
@@ -73,8 +73,8 @@ def positions_of(case, b: int) -> dict[int, int]:
     x, bs = case.inputs, case.dims["block_size"]
     T = x["block_table"].size(1) * bs
     slots: dict[int, int] = {}
-    for t in range(T):  # a slot the table reaches twice is its first position
-        slots.setdefault(int(x["block_table"][b, t // bs]) * bs + t % bs, t)
+    for p in range(T):  # a slot the table reaches twice is its first position
+        slots.setdefault(int(x["block_table"][b, p // bs]) * bs + p % bs, p)
     return slots
 
 
@@ -97,8 +97,8 @@ def read_finding(check):
         return None
     b, read, want = wrong[0]
     n = int(x["lengths"][b])
-    said = (f"{case.label}: sequence {b} (length {n}) reads pool slots {sorted(read)}, its first {n} tokens are at "
-            f"{sorted(want)} (slot = block * {bs} + position in the block)")
+    said = t("evidence.modern.diagnoses_paged.reads", label=case.label, b=b, n=n, read=sorted(read), want=sorted(want),
+             bs=bs)
 
     def kind(b_, r):
         n_ = int(x["lengths"][b_])
@@ -118,13 +118,12 @@ def read_finding(check):
 
     kinds = {kind(b_, r) for b_, r, _ in wrong}
     if kinds == {"length"}:
-        return "paged-length-ignored", said + ("; through the table's mapping, but not exactly its first "
-                                               "lengths[b] positions")
+        return "paged-length-ignored", t("evidence.modern.diagnoses_paged.length", said=said)
     if kinds & {"table", "sorted"} and kinds <= {"table", "sorted", "length"}:
-        how = "its own blocks, but taken in pool order (sorted by block id), not in the table's order" \
-            if "table" not in kinds else "the pool read in its own order, not through block_table"
-        return "paged-table-ignored", f"{said}; {how}"
-    return "paged-block-index", said + "; those are not the slots the table's blocks give its positions"
+        how = t("evidence.modern.diagnoses_paged.sorted") if "table" not in kinds else \
+            t("evidence.modern.diagnoses_paged.pool")
+        return "paged-table-ignored", t("evidence.modern.diagnoses_paged.table", said=said, how=how)
+    return "paged-block-index", t("evidence.modern.diagnoses_paged.index", said=said)
 
 
 def read_cause(check, slug: str):
@@ -145,14 +144,8 @@ def block_index(check):
 
 def _block_index(check):
     return first(check, "paged-block-index", [
-        (PagedKnobs(index="swapped"), "token t read from block t % block_size, slot t // block_size: // and % "
-         "swapped"),
-        (PagedKnobs(index="next"), "token t read from the table's entry t // block_size + 1: one block too far"),
-        (PagedKnobs(index="previous"), "token t read from the table's entry t // block_size - 1: one block too early"),
-        (PagedKnobs(index="slot_mod_blocks"), "token t read from the flat pool slot block * block_size + "
-         "t % num_blocks, not t % block_size"),
-        (PagedKnobs(index="slot_major"), "the gathered blocks flattened slot by slot: token t read from the table's "
-         "entry t % max_blocks, slot t // max_blocks")])
+        (PagedKnobs(index=how), t(f"evidence.modern.diagnoses_paged.{how}"))
+        for how in ("swapped", "next", "previous", "slot_mod_blocks", "slot_major")])
 
 
 @diagnosis("paged-length-ignored", PAGED)
@@ -163,17 +156,13 @@ def length_ignored(check):
 def _length_ignored(check):
     """The form that reproduces the most cases: one more stale slot and a whole last block read agree on the
     cases whose length ends one short of a block, so the first that fits is not enough."""
-    found = [first(check, "paged-length-ignored", [t]) for t in _LENGTH_FORMS]
+    found = [first(check, "paged-length-ignored", [(PagedKnobs(length=how),
+                                                     t(f"evidence.modern.diagnoses_paged.length_{how}"))])
+             for how in _LENGTH_FORMS]
     return max(filter(None, found), key=lambda f: f.score, default=None)
 
 
-_LENGTH_FORMS = [
-    (PagedKnobs(length="all"), "every gathered slot attended: no mask by length, so a last block's stale tail "
-     "and the blocks past it are read"),
-    (PagedKnobs(length="short"), "the first lengths[b] - 1 tokens attended: the newest one dropped"),
-    (PagedKnobs(length="long"), "the first lengths[b] + 1 tokens attended: one stale slot read"),
-    (PagedKnobs(length="blocks"), "every slot of the sequence's own blocks attended: the last block's stale tail "
-     "read")]
+_LENGTH_FORMS = ("all", "short", "long", "blocks")  # PagedKnobs' lengths, each worded in evidence.modern
 
 
 @diagnosis("paged-table-ignored", PAGED)
@@ -183,28 +172,25 @@ def table_ignored(check):
 
 def _table_ignored(check):
     return first(check, "paged-table-ignored", [
-        (PagedKnobs(table="pool"), "token t of every sequence read at pool position t (blocks in pool order), not "
-         "through block_table"),
-        (PagedKnobs(table="offset"), "sequence b's block n read as pool block b * max_blocks + n, not "
-         "block_table[b, n]")])
+        (PagedKnobs(table="pool"), t("evidence.modern.diagnoses_paged.table_pool")),
+        (PagedKnobs(table="offset"), t("evidence.modern.diagnoses_paged.table_offset"))])
 
 
 @diagnosis("kv-repeat-order", PAGED)
 def kv_repeat(check):
-    return first(check, "kv-repeat-order", [(PagedKnobs(attn=Knobs(kv_repeat="tile")), "kv heads tiled with "
-                                             "repeat: query head h reads kv head h % Hkv, not h // (H // Hkv)")])
+    return first(check, "kv-repeat-order", [(PagedKnobs(attn=Knobs(kv_repeat="tile")),
+                                             t("evidence.modern.diagnoses_paged.kv_tiled"))])
 
 
 @diagnosis("softmax-wrong-dim", PAGED)
 def softmax_dim(check):
-    return first(check, "softmax-wrong-dim", [(PagedKnobs(attn=Knobs(softmax_dim=1)), "the softmax over the heads "
-                                               "(dim=1 of the (B, H, T) scores), not over the tokens")])
+    return first(check, "softmax-wrong-dim", [(PagedKnobs(attn=Knobs(softmax_dim=1)),
+                                               t("evidence.modern.diagnoses_paged.softmax_heads"))])
 
 
 @diagnosis("mask-fill-zero", PAGED)
 def fill_zero(check):
-    return first(check, "mask-fill-zero", [(PagedKnobs(fill="zero"), "the tokens past the length given a score of "
-                                            "0, not -inf: they keep a share of the weight")])
+    return first(check, "mask-fill-zero", [(PagedKnobs(fill="zero"), t("evidence.modern.diagnoses_paged.fill_zero"))])
 
 
 @diagnosis(("missing-scale", "wrong-scale"), PAGED)

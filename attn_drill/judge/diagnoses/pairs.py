@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.diagnoses import RESHAPES, SCORES, first_outcome, line_of, match
 from attn_drill.judge.diagnoses.misplaced import SCALING
 from attn_drill.judge.variants.attention import Knobs
@@ -18,74 +19,72 @@ from attn_drill.judge.variants.cache import CacheKnobs
 from attn_drill.judge.variants.flash import FlashKnobs
 from attn_drill.judge.variants.layers import LayerKnobs
 
-# (slug, knobs, how it is said, the exercises where it can happen)
+# (slug, knobs, how it is said: the key evidence.attention.diagnoses_pairs.<key>, the exercises where it can happen)
 ATTENTION = ("sdpa", "mha", "mha-fused", "gqa", "self-attention", "mha-dims", "relative-position")
 MODULES = ("mha", "mha-fused", "gqa", "mha-dims", "relative-position")
 FLASH, KV, LAYERS, DECODER = ("flash",), ("kv-cache",), ("encoder-layer", "decoder-layer"), ("decoder-layer",)
 SINGLES = [
-    ("missing-scale", Knobs(scale=1.0), "no 1/sqrt(d)", ATTENTION),
-    ("wrong-scale", Knobs(scale="1/d"), "scores divided by d", ATTENTION),
-    ("wrong-scale", Knobs(scale="sqrt(d)"), "scores multiplied by sqrt(d)", ATTENTION),
-    ("wrong-scale", Knobs(scale="1/sqrt(D)"), "scores divided by sqrt(d_model)", MODULES),
-    ("mask-inverted", Knobs(mask="inverted"), "the mask inverted", ATTENTION),
-    ("mask-ignored", Knobs(mask="ignored"), "no mask at all", ATTENTION),
-    ("mask-after-softmax", Knobs(mask="after_softmax"), "the mask applied after the softmax", ATTENTION),
-    ("softmax-wrong-dim", Knobs(softmax_dim=-2), "the softmax over the queries", ATTENTION),
-    ("mask-head-broadcast", Knobs(head_axis=False), "the mask broadcast with no head axis", MODULES),
-    ("wrong-head-split", Knobs(split="blocks"), "heads cut as contiguous blocks", MODULES),
-    ("wrong-head-merge", Knobs(merge="blocks"), "heads merged with no transpose", MODULES),
-    ("missing-output-projection", Knobs(out_proj=False), "no W_o", MODULES),
-    ("kv-repeat-order", Knobs(kv_repeat="tile"), "kv heads tiled", ("gqa",)),
-    ("qkv-split-order", Knobs(qkv_split="heads"), "the fused projection split per head", ("mha-fused",)),
+    ("missing-scale", Knobs(scale=1.0), "no_scale", ATTENTION),
+    ("wrong-scale", Knobs(scale="1/d"), "divided_by_d", ATTENTION),
+    ("wrong-scale", Knobs(scale="sqrt(d)"), "multiplied_by_sqrt_d", ATTENTION),
+    ("wrong-scale", Knobs(scale="1/sqrt(D)"), "divided_by_sqrt_d_model", MODULES),
+    ("mask-inverted", Knobs(mask="inverted"), "mask_inverted", ATTENTION),
+    ("mask-ignored", Knobs(mask="ignored"), "no_mask", ATTENTION),
+    ("mask-after-softmax", Knobs(mask="after_softmax"), "mask_after_softmax", ATTENTION),
+    ("softmax-wrong-dim", Knobs(softmax_dim=-2), "softmax_over_queries", ATTENTION),
+    ("mask-head-broadcast", Knobs(head_axis=False), "no_head_axis", MODULES),
+    ("wrong-head-split", Knobs(split="blocks"), "heads_cut", MODULES),
+    ("wrong-head-merge", Knobs(merge="blocks"), "heads_merged", MODULES),
+    ("missing-output-projection", Knobs(out_proj=False), "no_w_o", MODULES),
+    ("kv-repeat-order", Knobs(kv_repeat="tile"), "kv_tiled", ("gqa",)),
+    ("qkv-split-order", Knobs(qkv_split="heads"), "fused_per_head", ("mha-fused",)),
     # flash: the blockwise computation's own knobs
-    ("missing-scale", FlashKnobs(scale=1.0), "no 1/sqrt(d)", FLASH),
-    ("wrong-scale", FlashKnobs(scale="1/d"), "scores divided by d", FLASH),
-    ("wrong-scale", FlashKnobs(scale="sqrt(d)"), "scores multiplied by sqrt(d)", FLASH),
-    ("causal-diagonal", FlashKnobs(causal="diagonal"), "a causal mask that hides the diagonal key", FLASH),
-    ("causal-diagonal", FlashKnobs(causal="future"), "a causal mask that shows one future key", FLASH),
-    ("causal-misaligned", FlashKnobs(causal="topleft"), "a top-left aligned causal mask", FLASH),
-    ("online-softmax-no-rescale", FlashKnobs(rescale="acc"), "the accumulator not rescaled to a new max", FLASH),
-    ("online-softmax-no-rescale", FlashKnobs(rescale="sum"), "the running sum not rescaled to a new max", FLASH),
-    ("online-softmax-no-rescale", FlashKnobs(rescale="none"), "nothing rescaled to a new max", FLASH),
-    ("online-softmax-no-normalise", FlashKnobs(normalise="never"), "no division by the running sum", FLASH),
-    ("scale-after-softmax", FlashKnobs(scale_at="output"), "1/sqrt(d) applied to the output", FLASH),
+    ("missing-scale", FlashKnobs(scale=1.0), "no_scale", FLASH),
+    ("wrong-scale", FlashKnobs(scale="1/d"), "divided_by_d", FLASH),
+    ("wrong-scale", FlashKnobs(scale="sqrt(d)"), "multiplied_by_sqrt_d", FLASH),
+    ("causal-diagonal", FlashKnobs(causal="diagonal"), "causal_hides_diagonal", FLASH),
+    ("causal-diagonal", FlashKnobs(causal="future"), "causal_shows_future", FLASH),
+    ("causal-misaligned", FlashKnobs(causal="topleft"), "causal_top_left", FLASH),
+    ("online-softmax-no-rescale", FlashKnobs(rescale="acc"), "acc_not_rescaled", FLASH),
+    ("online-softmax-no-rescale", FlashKnobs(rescale="sum"), "sum_not_rescaled", FLASH),
+    ("online-softmax-no-rescale", FlashKnobs(rescale="none"), "nothing_rescaled", FLASH),
+    ("online-softmax-no-normalise", FlashKnobs(normalise="never"), "no_division", FLASH),
+    ("scale-after-softmax", FlashKnobs(scale_at="output"), "scale_on_output", FLASH),
     # kv-cache
-    ("missing-scale", CacheKnobs(scale="1"), "no 1/sqrt(d)", KV),
-    ("wrong-scale", CacheKnobs(scale="1/d"), "scores divided by d", KV),
-    ("wrong-scale", CacheKnobs(scale="sqrt(d)"), "scores multiplied by sqrt(d)", KV),
-    ("wrong-scale", CacheKnobs(scale="1/sqrt(D)"), "scores divided by sqrt(d_model)", KV),
-    ("softmax-wrong-dim", CacheKnobs(softmax_dim=-2), "the softmax over the queries", KV),
-    ("causal-diagonal", CacheKnobs(causal="no-diagonal"), "each token hidden from itself", KV),
-    ("causal-diagonal", CacheKnobs(causal="one-future"), "each token seeing the next one", KV),
-    ("causal-misaligned", CacheKnobs(causal="top-left"), "a top-left aligned causal mask", KV),
-    ("wrong-head-split", CacheKnobs(split="blocks"), "heads cut as contiguous blocks", KV),
-    ("wrong-head-merge", CacheKnobs(merge="blocks"), "heads merged with no transpose", KV),
-    ("missing-output-projection", CacheKnobs(out_proj=False), "no W_o", KV),
-    ("kv-repeat-order", CacheKnobs(repeat="tile"), "kv heads tiled", KV),
-    ("rope-interleaved", CacheKnobs(pairs="adjacent"), "RoPE on adjacent pairs", KV),
-    ("rope-wrong-direction", CacheKnobs(sign=-1), "RoPE turning by -theta", KV),
-    ("rope-positions-ignored", CacheKnobs(positions="restart"), "positions restarting at 0 every call", KV),
-    ("rope-on-values", CacheKnobs(rope_values=True), "RoPE applied to the values", KV),
-    ("scale-after-softmax", CacheKnobs(scale_at="output"), "1/sqrt(d) applied after the softmax", KV),
+    ("missing-scale", CacheKnobs(scale="1"), "no_scale", KV),
+    ("wrong-scale", CacheKnobs(scale="1/d"), "divided_by_d", KV),
+    ("wrong-scale", CacheKnobs(scale="sqrt(d)"), "multiplied_by_sqrt_d", KV),
+    ("wrong-scale", CacheKnobs(scale="1/sqrt(D)"), "divided_by_sqrt_d_model", KV),
+    ("softmax-wrong-dim", CacheKnobs(softmax_dim=-2), "softmax_over_queries", KV),
+    ("causal-diagonal", CacheKnobs(causal="no-diagonal"), "hidden_from_itself", KV),
+    ("causal-diagonal", CacheKnobs(causal="one-future"), "sees_next", KV),
+    ("causal-misaligned", CacheKnobs(causal="top-left"), "causal_top_left", KV),
+    ("wrong-head-split", CacheKnobs(split="blocks"), "heads_cut", KV),
+    ("wrong-head-merge", CacheKnobs(merge="blocks"), "heads_merged", KV),
+    ("missing-output-projection", CacheKnobs(out_proj=False), "no_w_o", KV),
+    ("kv-repeat-order", CacheKnobs(repeat="tile"), "kv_tiled", KV),
+    ("rope-interleaved", CacheKnobs(pairs="adjacent"), "rope_adjacent", KV),
+    ("rope-wrong-direction", CacheKnobs(sign=-1), "rope_minus_theta", KV),
+    ("rope-positions-ignored", CacheKnobs(positions="restart"), "positions_restart", KV),
+    ("rope-on-values", CacheKnobs(rope_values=True), "rope_on_values", KV),
+    ("scale-after-softmax", CacheKnobs(scale_at="output"), "scale_after_softmax", KV),
     # the layers: a layer mistake, or one mistake inside every attention sub-layer
-    ("missing-residual", LayerKnobs(missing_residual=("self_attn",)), "no residual around self_attn", LAYERS),
-    ("missing-residual", LayerKnobs(missing_residual=("cross_attn",)), "no residual around cross_attn", DECODER),
-    ("missing-residual", LayerKnobs(missing_residual=("ff",)), "no residual around the feed-forward", LAYERS),
-    ("missing-activation", LayerKnobs(activation="none"), "no ReLU in the feed-forward", LAYERS),
-    ("missing-causal-mask", LayerKnobs(causal="none"), "no causal mask in self-attention", DECODER),
-    ("cross-attention-swapped", LayerKnobs(cross_swapped=True), "cross-attention's queries from memory", DECODER),
-    ("norm-placement", LayerKnobs(placement=("post",) * 3), "post-LN whatever norm_first says", LAYERS),
-    ("norm-placement", LayerKnobs(placement=("pre",) * 3), "pre-LN whatever norm_first says", LAYERS),
-    ("norm-placement", LayerKnobs(placement="flipped"), "norm_first read the other way round", LAYERS),
-    ("missing-scale", LayerKnobs(attn=Knobs(scale=1.0)), "no 1/sqrt(d) in the attention", LAYERS),
-    ("wrong-scale", LayerKnobs(attn=Knobs(scale="1/sqrt(D)")), "the attention's scores divided by sqrt(d_model)",
-     LAYERS),
-    ("wrong-scale", LayerKnobs(attn=Knobs(scale="1/d")), "the attention's scores divided by d", LAYERS),
-    ("mask-fill-zero", LayerKnobs(attn=Knobs(fill_value=0.0)), "the attention's hidden scores set to 0", LAYERS),
-    ("mask-inverted", LayerKnobs(attn=Knobs(mask="inverted")), "the attention's mask inverted", LAYERS),
-    ("softmax-wrong-dim", LayerKnobs(attn=Knobs(softmax_dim=-2)), "the attention's softmax over the queries",
-     LAYERS),
-    ("wrong-head-merge", LayerKnobs(attn=Knobs(merge="blocks")), "heads merged with no transpose", LAYERS),
+    ("missing-residual", LayerKnobs(missing_residual=("self_attn",)), "no_residual_self_attn", LAYERS),
+    ("missing-residual", LayerKnobs(missing_residual=("cross_attn",)), "no_residual_cross_attn", DECODER),
+    ("missing-residual", LayerKnobs(missing_residual=("ff",)), "no_residual_ff", LAYERS),
+    ("missing-activation", LayerKnobs(activation="none"), "no_relu", LAYERS),
+    ("missing-causal-mask", LayerKnobs(causal="none"), "no_causal_mask", DECODER),
+    ("cross-attention-swapped", LayerKnobs(cross_swapped=True), "cross_swapped", DECODER),
+    ("norm-placement", LayerKnobs(placement=("post",) * 3), "post_ln", LAYERS),
+    ("norm-placement", LayerKnobs(placement=("pre",) * 3), "pre_ln", LAYERS),
+    ("norm-placement", LayerKnobs(placement="flipped"), "norm_first_flipped", LAYERS),
+    ("missing-scale", LayerKnobs(attn=Knobs(scale=1.0)), "attn_no_scale", LAYERS),
+    ("wrong-scale", LayerKnobs(attn=Knobs(scale="1/sqrt(D)")), "attn_sqrt_d_model", LAYERS),
+    ("wrong-scale", LayerKnobs(attn=Knobs(scale="1/d")), "attn_divided_by_d", LAYERS),
+    ("mask-fill-zero", LayerKnobs(attn=Knobs(fill_value=0.0)), "attn_fill_zero", LAYERS),
+    ("mask-inverted", LayerKnobs(attn=Knobs(mask="inverted")), "attn_mask_inverted", LAYERS),
+    ("softmax-wrong-dim", LayerKnobs(attn=Knobs(softmax_dim=-2)), "attn_softmax_queries", LAYERS),
+    ("wrong-head-merge", LayerKnobs(attn=Knobs(merge="blocks")), "heads_merged", LAYERS),
 ]
 
 
@@ -137,8 +136,13 @@ def together(check, one: tuple, other: tuple) -> str | None:
     var = check.spec.variant(example.case, knobs)
     if not all(bool(torch.isfinite(t).any()) for t in var if isinstance(t, torch.Tensor) and t.is_floating_point()):
         return None
-    return (f"{how_a} and {how_b} together reproduce your outputs on all {n} cases, e.g. {example.case.label}: "
-            f"two mistakes ({slug_a} and {slug_b})")
+    return t("evidence.attention.diagnoses_pairs.together", first=said(how_a), second=said(how_b), n=n,
+             case=example.case.label, slug_a=slug_a, slug_b=slug_b)
+
+
+def said(how: str) -> str:
+    """A SINGLES row's mistake in words, from its key."""
+    return t(f"evidence.attention.diagnoses_pairs.{how}")
 
 
 def pair(check) -> list:
@@ -146,10 +150,10 @@ def pair(check) -> list:
     singles = [s for s in SINGLES if check.spec.id in s[3]]
     for i, one in enumerate(singles):
         for other in singles[i + 1:]:
-            said = together(check, one, other)
-            if said:
-                return [findings.make(one[0], said, line=line(check, one[0]), score=0.96),
-                        findings.make(other[0], said, line=line(check, other[0]), score=0.95)]
+            both = together(check, one, other)
+            if both:
+                return [findings.make(one[0], both, line=line(check, one[0]), score=0.96),
+                        findings.make(other[0], both, line=line(check, other[0]), score=0.95)]
     return []
 
 
@@ -162,8 +166,8 @@ def second(check, cause) -> list:
         return []  # it explains everything alone
     for one in mine:
         for other in singles:
-            said = together(check, one, other)
-            if said:
-                cause.evidence += f"; and {other[2]} besides: {said}"
-                return [findings.make(other[0], said, line=line(check, other[0]), score=0.95)]
+            both = together(check, one, other)
+            if both:
+                cause.evidence += t("evidence.attention.diagnoses_pairs.besides", how=said(other[2]), said=both)
+                return [findings.make(other[0], both, line=line(check, other[0]), score=0.95)]
     return []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, exactly, failed, line_of, match
@@ -98,17 +99,19 @@ class Verdict:
         knobs = Knobs(rope_pairs=self.layout, rope_sign=sign, rope_positions=where, rope_freqs=how)
         matched, _, worst, _, _ = match(self.check, knobs, every=True, ran_only=self.where_it_runs)
         if self.where_it_runs:
-            return (f"; RoPE with {self.slips()} reproduces your outputs {exactly(worst)} on each of the {matched} "
-                    "cases where your code runs")
-        return f"; RoPE with {self.slips()} reproduces your outputs {exactly(worst)} on {matched} of {self.n} cases"
+            return t("evidence.cache.diagnoses_rope.reproduced_where_it_runs", slips=self.slips(),
+                     exactly=exactly(worst), matched=matched)
+        return t("evidence.cache.diagnoses_rope.reproduced", slips=self.slips(), exactly=exactly(worst),
+                 matched=matched, n=self.n)
 
     def slips(self) -> str:
         where, sign, how = self.combo
-        said = ["pairs (2i, 2i+1)"] if self.layout == "interleaved" else []
-        said += ["the angle negated"] if sign == -1 else []
-        said += ["positions 0..T-1"] if where == "arange" else []
-        said += [FREQUENCIES[how][0].split(":")[0]] if how not in ("ok", "fitted") else []
-        return " and ".join(said)
+        said = [t("evidence.cache.diagnoses_rope.slip_pairs")] if self.layout == "interleaved" else []
+        said += [t("evidence.cache.diagnoses_rope.slip_negated")] if sign == -1 else []
+        said += [t("evidence.cache.diagnoses_rope.slip_positions")] if where == "arange" else []
+        said += ([t("evidence.cache.diagnoses_rope.slip_formula", formula=FREQUENCIES[how][0].split(":")[0])]
+                 if how not in ("ok", "fitted") else [])
+        return t("finding.and").join(said)
 
 
 def verdict(check) -> Verdict:
@@ -156,7 +159,8 @@ def _judge_on(check, readings: list) -> Verdict:
 
 def _finding(v: Verdict, slug: str, r: Reading, evidence: str, count: int, line=None):
     tail = v.reproduced() if v.combo else ""
-    return findings.make(slug, f"{evidence} ({r.case.label}){tail}", line=line, score=count / v.n)
+    return findings.make(slug, t("evidence.cache.diagnoses_rope.finding", evidence=evidence, case=r.case.label,
+                                 tail=tail), line=line, score=count / v.n)
 
 
 @diagnosis("rope-interleaved", ("rope",))
@@ -172,8 +176,8 @@ def interleaved(check):
     got = ", ".join(f"(x{a}, x{b})" for a, b in r.rot.pairs[:3])
     want = ", ".join(f"(x{a}, x{b})" for a, b in rope_fit.half_pairs(d)[:3])
     count = sum(r.rot is not None and r.rot.layout == "interleaved" for r in v.readings)
-    return _finding(v, "rope-interleaved", r, f"your output turns {got}, ... together (each pair keeps its length): "
-                    f"adjacent pairs (2i, 2i+1); expected (i, i + d/2) = {want}, ... for d={d}", count)
+    return _finding(v, "rope-interleaved", r, t("evidence.cache.diagnoses_rope.interleaved", got=got, want=want, d=d),
+                    count)
 
 
 @diagnosis("rope-wrong-direction", ("rope",))
@@ -184,13 +188,13 @@ def wrong_direction(check):
     r = v.example()
     where, _, how = v.combo
     omega = rope_fit.frequencies(r.case.dims["d"], r.case.dims["base"], how)
-    t, p, i = _showcase(r, r.positions(where), omega)
+    tok, p, i = _showcase(r, r.positions(where), omega)
     a, b = r.rot.pairs[i]
-    got, want = float(r.rot.angles[(0, 0, t, i)]), p * float(omega[i])
-    yours = "" if how == "ok" else " (at your frequency)"
-    return _finding(v, "rope-wrong-direction", r, f"every pair turns the other way: (x{a}, x{b}) of token {t} "
-                    f"(position {p}) turned {got:+.4f} rad, expected {_mod(want):+.4f} = {p} * {float(omega[i]):.4g}"
-                    f"{yours}: the angle is -theta", v.explained)
+    got, want = float(r.rot.angles[(0, 0, tok, i)]), p * float(omega[i])
+    yours = "" if how == "ok" else t("evidence.cache.diagnoses_rope.at_your_frequency")
+    return _finding(v, "rope-wrong-direction", r, t("evidence.cache.diagnoses_rope.other_way", a=a, b=b, t=tok, p=p,
+                                                    got=got, want=_mod(want), w=float(omega[i]), yours=yours),
+                    v.explained)
 
 
 @diagnosis("rope-positions-ignored", ("rope",))
@@ -202,12 +206,11 @@ def positions_ignored(check):
     _, sign, how = v.combo
     omega = (r.fitted("arange")[0] if how == "fitted"
              else sign * rope_fit.frequencies(r.case.dims["d"], r.case.dims["base"], how))
-    t, p, i = _showcase(r, r.positions("arange"), omega, other=r.positions("given"))
+    tok, p, i = _showcase(r, r.positions("arange"), omega, other=r.positions("given"))
     w = float(omega[i])
-    got = float(r.rot.angles[(0, 0, t, i)])
-    return _finding(v, "rope-positions-ignored", r, f"the angles follow 0..T-1, not the positions given: token {t} "
-                    f"(position {p}) turned pair {i} by {got:+.4f} rad = {t} * {w:.4g}, expected {p} * {w:.4g} "
-                    f"= {_mod(p * w):+.4f} (mod 2 pi)", v.explained)
+    got = float(r.rot.angles[(0, 0, tok, i)])
+    return _finding(v, "rope-positions-ignored", r, t("evidence.cache.diagnoses_rope.follow_arange", t=tok, p=p, i=i,
+                                                      got=got, w=w, want=_mod(p * w)), v.explained)
 
 
 @diagnosis("rope-wrong-frequencies", ("rope",))
@@ -227,13 +230,15 @@ def wrong_frequencies(check):
     d, base = r.case.dims["d"], r.case.dims["base"]
     want = rope_fit.frequencies(d, base)
     if how == "fitted":
-        got, what = r.fitted(where)[0], "they follow none of the usual slips"
+        got, what = r.fitted(where)[0], t("evidence.cache.diagnoses_rope.no_usual_slip")
     else:
-        got, what = rope_fit.frequencies(d, base, how), f"your frequencies are {FREQUENCIES[how][0]}"
+        got = rope_fit.frequencies(d, base, how)
+        what = t("evidence.cache.diagnoses_rope.your_frequencies", said=rope_fit.frequency_said(how))
     i = int((got.log() - want.log()).abs().argmax()) if bool((got > 0).all()) else int((got - want).abs().argmax())
     a, b = r.rot.pairs[i]
-    return _finding(v, "rope-wrong-frequencies", r, f"pair {i}, (x{a}, x{b}), turns {float(got[i]):.4g} rad per "
-                    f"position, expected {float(want[i]):.4g} = {base:g} ** (-2*{i}/{d}); {what}", v.explained,
+    return _finding(v, "rope-wrong-frequencies", r, t("evidence.cache.diagnoses_rope.pair_turns", i=i, a=a, b=b,
+                                                      got=float(got[i]), want=float(want[i]), base=base, d=d,
+                                                      what=what), v.explained,
                     line=line_of(r.outcome, POWERS))
 
 
@@ -243,13 +248,13 @@ def _showcase(r: Reading, positions, omega, other=None) -> tuple[int, int, int]:
     row = positions[0] if positions.dim() == 2 else positions
     given = row if other is None else (other[0] if other.dim() == 2 else other)
     best = None
-    for t, (pos, shown) in enumerate(zip(row.tolist(), given.tolist())):
-        if not bool(r.rot.valid[(0, 0, t)]) or (other is not None and (pos == shown or pos == 0)):
+    for tok, (pos, shown) in enumerate(zip(row.tolist(), given.tolist())):
+        if not bool(r.rot.valid[(0, 0, tok)]) or (other is not None and (pos == shown or pos == 0)):
             continue
         for i in range(len(omega)):
             angle = abs(shown * float(omega[i]))
             if best is None or (0.2 < angle < 3.0 and not best[0]):
-                best = (0.2 < angle < 3.0, t, shown, i)
+                best = (0.2 < angle < 3.0, tok, shown, i)
     return (0, int(given[0]), 0) if best is None else best[1:]
 
 
@@ -266,35 +271,34 @@ def describe(check) -> str:
         return ""
     rot = r.rot
     if rot is None:
-        return "your output cannot be read as x with its features turned in pairs"
+        return t("evidence.cache.diagnoses_rope.not_pairs")
     if not rot.is_rotation:
         return _stretched(r)
     pairs = {"half": "(i, i + d/2)", "interleaved": "(2i, 2i+1)"}.get(
         rot.layout, ", ".join(f"(x{a}, x{b})" for a, b in rot.pairs[:3]) + ", ...")
-    seen = f"your output turns features in pairs {pairs} (lengths kept)"
+    seen = t("evidence.cache.diagnoses_rope.seen", pairs=pairs)
     if rot.layout == "other":
-        return f"{seen}; expected pairs (i, i + d/2)"
+        return t("evidence.cache.diagnoses_rope.other_pairs", seen=seen)
     heads = _heads_differ(r)
     if heads:
-        return f"{seen}, but {heads}"
+        return t("evidence.cache.diagnoses_rope.seen_but", seen=seen, heads=heads)
     if ("given", 1, "ok") in r.explains:
-        return (f"{seen} by position * base ** (-2i/d), to within {ANGLE_TOL:g} rad: "
-                + ("the pairs are the slip here" if rot.layout != "half" else "the angles are slightly off "
-                   "(computed in half precision?)"))
+        return t("evidence.cache.diagnoses_rope.within_tolerance", seen=seen, tol=ANGLE_TOL) + (
+            t("evidence.cache.diagnoses_rope.pairs_slip") if rot.layout != "half"
+            else t("evidence.cache.diagnoses_rope.slightly_off"))
     if r.explains:
         where, sign, how = min(r.explains, key=COMBOS.index)
         said = Verdict(check, [r], rot.layout, (where, sign, how)).slips()
-        return f"{seen}; on this case RoPE with {said} fits, the other cases disagree"
+        return t("evidence.cache.diagnoses_rope.fits_this_case", seen=seen, said=said)
     omega = rope_fit.frequencies(r.case.dims["d"], r.case.dims["base"])
     pos = r.positions("given")
     row = (pos[0] if pos.dim() == 2 else pos).double()
     off = rope_fit.wrap(rot.angles[0, 0] - row[:, None] * omega).abs()  # (T, P): batch 0, head 0
     off = torch.where(rot.valid[0, 0][:, None], off, torch.zeros(()))
-    t, i = (int(k) for k in torch.unravel_index(off.argmax(), off.shape))
-    p = int(row[t])
-    return (f"{seen}, but the angles are not position * frequency for the given positions or for 0..T-1: pair {i} "
-            f"of token {t} (position {p}) turned {float(rot.angles[0, 0, t, i]):+.4f} rad, expected "
-            f"{_mod(p * float(omega[i])):+.4f} = {p} * {float(omega[i]):.4g} (mod 2 pi)")
+    tok, i = (int(k) for k in torch.unravel_index(off.argmax(), off.shape))
+    p = int(row[tok])
+    return t("evidence.cache.diagnoses_rope.angles_off", seen=seen, i=i, t=tok, p=p,
+             got=float(rot.angles[0, 0, tok, i]), want=_mod(p * float(omega[i])), w=float(omega[i]))
 
 
 def _heads_differ(r: Reading) -> str:
@@ -306,10 +310,9 @@ def _heads_differ(r: Reading) -> str:
     gap = torch.where(valid & valid[:, :1], gap, torch.zeros(()))
     if float(gap.max()) <= ANGLE_TOL:
         return ""
-    b, h, t = (int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
-    return (f"head {h} of batch {b}, token {t} turns by other angles than head 0 (pair 0: "
-            f"{float(angles[b, h, t, 0]):+.4f} against {float(angles[b, 0, t, 0]):+.4f} rad): the angles must be "
-            f"shared by the heads, (B, 1, T, d/2) for (B, T) positions")
+    b, h, tok = (int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
+    return t("evidence.cache.diagnoses_rope.heads_differ", h=h, b=b, t=tok, got=float(angles[b, h, tok, 0]),
+             head0=float(angles[b, 0, tok, 0]))
 
 
 def _stretched(r: Reading) -> str:
@@ -320,9 +323,8 @@ def _stretched(r: Reading) -> str:
     change = torch.nan_to_num((after - before).abs() / before.clamp_min(1e-12), nan=0.0)
     idx = tuple(int(i) for i in torch.unravel_index(change.argmax(), change.shape))
     pa, pb = r.rot.pairs[idx[-1]]
-    return (f"your output is not a rotation of pairs: (x{pa}, x{pb}) at batch {idx[0]}, head {idx[1]}, token {idx[2]} "
-            f"has length {float(before[idx]):.4f} in x and {float(after[idx]):.4f} in out; a rotation keeps it "
-            f"(check the signs: x1 cos - x2 sin, x2 cos + x1 sin)")
+    return t("evidence.cache.diagnoses_rope.stretched", a=pa, b=pb, batch=idx[0], head=idx[1], token=idx[2],
+             before=float(before[idx]), after=float(after[idx]))
 
 
 def _matches(check, r: Reading) -> bool:

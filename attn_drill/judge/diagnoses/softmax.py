@@ -7,6 +7,7 @@ import itertools
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.compare import TOL, closeness, diff
 from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, line_of
 
@@ -21,7 +22,8 @@ def _dim(case) -> int:
 
 def _said(dim: int, ndim: int) -> str:
     pos = dim % ndim
-    return f"dim {pos}" + (" (the last)" if pos == ndim - 1 else "")
+    return t("evidence.attention.diagnoses_softmax.dim_last" if pos == ndim - 1 else
+             "evidence.attention.diagnoses_softmax.dim", dim=pos)
 
 
 def _right(o, ref) -> bool:
@@ -79,26 +81,27 @@ def wrong_dim(check):
     x, dim = o.case.inputs["x"], _dim(o.case)
     sums = o.outputs[0].detach().double().sum(dim)
     if axis == "all":
-        along = "over the whole tensor at once"
+        along = t("evidence.attention.diagnoses_softmax.over_whole")
     elif axis == ():
-        along = "over each entry on its own (every weight is 1)"
+        along = t("evidence.attention.diagnoses_softmax.over_each_entry")
     elif isinstance(axis, tuple):
-        along = f"over dims {', '.join(map(str, axis))} together (as if a reshape had made them one row)"
+        along = t("evidence.attention.diagnoses_softmax.over_dims", dims=", ".join(map(str, axis)))
     else:
-        along = f"along {_said(axis, x.dim())}"
-    evidence = (f"your output sums to 1 {along}, not along {_said(dim, x.dim())} ({o.case.label}); "
-                f"along {_said(dim, x.dim())} its sums run {float(sums.min()):.3g}..{float(sums.max()):.3g}")
-    evidence += "; " + _pattern(wrong, len(check.outcomes))
+        along = t("evidence.attention.diagnoses_softmax.along", dim=_said(axis, x.dim()))
+    evidence = t("evidence.attention.diagnoses_softmax.sums_to_one", along=along, dim=_said(dim, x.dim()),
+                 case=o.case.label, low=float(sums.min()), high=float(sums.max()))
+    evidence += t("evidence.attention.diagnoses.tail", tail=_pattern(wrong, len(check.outcomes)))
     return findings.make("softmax-wrong-dim", evidence, line=line_of(o, NORMALISE), score=1.0)
 
 
 def _pattern(wrong: list, n: int) -> str:
     """What the failing cases have in common."""
     if all(axis == o.case.inputs["x"].dim() - 1 for o, axis in wrong):
-        return f"on {len(wrong)} of {n} cases it normalises the last axis whatever dim says"
+        return t("evidence.attention.diagnoses_softmax.last_axis_whatever", wrong=len(wrong), n=n)
     if all(o.case.dims["dim"] is None for o, _ in wrong):
-        return "only the call that leaves dim at its default is wrong: the default must be -1, the last axis"
-    return f"{len(wrong)} of {n} cases normalise{'s' if len(wrong) == 1 else ''} another axis than dim"
+        return t("evidence.attention.diagnoses_softmax.default_dim_wrong")
+    return t("evidence.attention.diagnoses_softmax.another_axis_one" if len(wrong) == 1 else
+             "evidence.attention.diagnoses_softmax.another_axis_many", wrong=len(wrong), n=n)
 
 
 # --- stability: right on moderate inputs, broken where the entries are large ---------------------------------
@@ -120,12 +123,12 @@ def _broken(out: torch.Tensor, want: torch.Tensor, dim: int) -> torch.Tensor:
 
 def _what(values: torch.Tensor) -> str:
     if bool(torch.isnan(values).any()):
-        return "NaN"
+        return t("evidence.attention.diagnoses_softmax.nan")
     if bool(torch.isinf(values).any()):
-        return "inf"
+        return t("evidence.attention.diagnoses_softmax.inf")
     if bool((values == 0).all()):
-        return "all zeros"
-    return "wrong values"
+        return t("evidence.attention.diagnoses_softmax.all_zeros")
+    return t("evidence.attention.diagnoses_softmax.wrong_values")
 
 
 @diagnosis("softmax-unstable", ("softmax",))
@@ -149,30 +152,34 @@ def unstable(check):
     x, dim = o.case.inputs["x"], _dim(o.case)
     out = o.outputs[0].detach().double()
     bad = _broken(out, ref[0].detach().double(), dim)
-    evidence = (f"{_slices(bad, dim, x.dim())} {_what(out.movedim(dim, -1)[bad])} ({o.case.label}), while every "
-                f"case with moderate, finite entries matches; {_why(x, dim, bad)}")
+    evidence = t("evidence.attention.diagnoses_softmax.unstable", slices=_slices(bad, dim, x.dim()),
+                 what=_what(out.movedim(dim, -1)[bad]), case=o.case.label, why=_why(x, dim, bad))
     return findings.make("softmax-unstable", evidence, line=line_of(o, SHIFT), score=1.2)
 
 
 def _slices(bad: torch.Tensor, dim: int, ndim: int) -> str:
     """The broken slices, with the verb: "rows 0, 2 of x give", "row 4 of x gives", "3 slices ... give"."""
     if bad.dim() != 1:
-        return f"{int(bad.sum())} slices of x along dim {dim % ndim} give"
+        return t("evidence.attention.diagnoses_softmax.slices_along", count=int(bad.sum()), dim=dim % ndim)
     rows = bad.nonzero().flatten().tolist()
-    return f"row {rows[0]} of x gives" if len(rows) == 1 else f"rows {', '.join(map(str, rows))} of x give"
+    if len(rows) == 1:
+        return t("evidence.attention.diagnoses_softmax.row", row=rows[0])
+    return t("evidence.attention.diagnoses_softmax.rows", rows=", ".join(map(str, rows)))
 
 
 def _why(x: torch.Tensor, dim: int, bad: torch.Tensor) -> str:
     """Which unstable softmax breaks exactly these slices, or what the slices have in common."""
     for how, predicted in _flavours(x, dim).items():
         if torch.equal(predicted, bad):
-            why = ("exp(x) overflows to inf for x above 709" if how.startswith("no max") else
-                   f"slices whose max lies far below the tensor's max ({float(x.max()):.4g}) underflow to 0/0")
-            return f"exactly the slices a softmax with {how} gets wrong: {why}"
+            no_max = how.startswith("no max")
+            why = (t("evidence.attention.diagnoses_softmax.overflows") if no_max else
+                   t("evidence.attention.diagnoses_softmax.underflows", max=float(x.max())))
+            how = t("evidence.attention.diagnoses_softmax.no_max" if no_max else
+                    "evidence.attention.diagnoses_softmax.global_max")
+            return t("evidence.attention.diagnoses_softmax.exactly_these", how=how, why=why)
     span = x.movedim(dim, -1)[bad]
     span = span[torch.isfinite(span)]
-    return (f"their entries span {float(span.min()):.3g}..{float(span.max()):.3g}: only each slice's own max keeps "
-            "every exponent <= 0")
+    return t("evidence.attention.diagnoses_softmax.span", low=float(span.min()), high=float(span.max()))
 
 
 def slices_sum(check) -> str:
@@ -181,8 +188,8 @@ def slices_sum(check) -> str:
         if o.outputs is not None and closeness(o.outputs[0], ref[0]) > MATCH:
             dim = -1 if o.case.dims["dim"] is None else o.case.dims["dim"]
             sums = o.outputs[0].detach().double().sum(dim)
-            return f"there, your slices along dim sum to {float(sums.min()):.4g}..{float(sums.max()):.4g}, not 1"
-    return "no case returned a tensor"
+            return t("evidence.attention.diagnoses_softmax.slices_sum", low=float(sums.min()), high=float(sums.max()))
+    return t("evidence.attention.diagnoses_softmax.no_tensor")
 
 
 LOCATORS["softmax"] = slices_sum

@@ -18,6 +18,7 @@ import itertools
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import calls, localise
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.diagnoses import MATCH, departure, diagnosis, variant_finding
@@ -58,13 +59,15 @@ def describe(wk: WindowKnobs, window: int) -> str:
     """The keys a window lets a query at p see, in words, for this window size."""
     behind = None if wk.extra is None else window - 1 + wk.extra
     ahead = {"window": window - 1, "all": None}.get(wk.ahead, wk.ahead)
-    lo = "every key before p" if behind is None else f"p - {behind}" if behind > 0 else "p"
+    lo = t("evidence.cache.diagnoses_window.every_before") if behind is None else f"p - {behind}" if behind > 0 else "p"
     if behind is not None and behind <= 0 and not wk.itself:
         lo = "p + 1"
-    hi = "every key after p" if ahead is None else f"p + {ahead}" if ahead > 0 else "p" if wk.itself else "p - 1"
-    where = "p = i + Tk - Tq" if wk.origin == "end" else "p = i, counted from the first key"
-    count = "" if behind is None or ahead is None else f", {behind + ahead + wk.itself} keys"
-    return f"the keys {lo} .. {hi}{count} ({where})"
+    hi = (t("evidence.cache.diagnoses_window.every_after") if ahead is None else f"p + {ahead}" if ahead > 0
+          else "p" if wk.itself else "p - 1")
+    where = "p = i + Tk - Tq" if wk.origin == "end" else t("evidence.cache.diagnoses_window.from_first_key")
+    count = ("" if behind is None or ahead is None
+             else t("evidence.cache.diagnoses_window.count", n=behind + ahead + wk.itself))
+    return t("evidence.cache.diagnoses_window.keys", lo=lo, hi=hi, count=count, where=where)
 
 
 def slug_of(wk: WindowKnobs) -> str | None:
@@ -145,18 +148,23 @@ def window_shape(check):
         return None
     o = next(o for o in check.outcomes if support_fits(o, wk))
     w = o.case.dims["window"]
-    how = (f"your weights are nonzero exactly on {describe(wk, w)} for each query, where the contract's window is "
-           f"{describe(RIGHT_WINDOW, w)}, at window={w}")
+    how = t("evidence.cache.diagnoses_window.nonzero_on", yours=describe(wk, w), right=describe(RIGHT_WINDOW, w),
+            window=w)
     if slug == "window-off-by-one":
-        how += (": window + 1 keys, the window some Hugging Face releases shipped" if wk.extra == 1 else
-                ": window - 1 keys")
+        how += (t("evidence.cache.diagnoses_window.one_more") if wk.extra == 1 else
+                t("evidence.cache.diagnoses_window.one_fewer"))
     return variant_finding(check, slug, wk, how, line=window_line(check, wk))
 
 
 # --- the sink ----------------------------------------------------------------------------------------------
 
-SINK_FORMS = {"scaled": "the sink divided by sqrt(d) together with the scores",
-              "unshifted": "exp(sink) added to a sum of exp(score - the row's max) without its own shift"}
+SINK_FORMS = ("scaled", "unshifted")  # the ways of joining the sink tried by name, in order
+
+
+def sink_form_said(form: str) -> str:
+    """One of SINK_FORMS, in words."""
+    return {"scaled": t("evidence.cache.diagnoses_window.sink_scaled"),
+            "unshifted": t("evidence.cache.diagnoses_window.sink_unshifted")}[form]
 
 
 def sink_line(check, found):
@@ -170,8 +178,9 @@ def sink_line(check, found):
     sinks, lines = o.case.inputs["sinks"], []
 
     def reads(line, name, args, kwargs, out):
-        if line is not None and any(isinstance(t, torch.Tensor) and t.shape == sinks.shape and t.is_floating_point()
-                                    and torch.equal(t.detach().double().cpu(), sinks) for t in (*args, *kwargs.values())):
+        if line is not None and any(isinstance(a, torch.Tensor) and a.shape == sinks.shape and a.is_floating_point()
+                                    and torch.equal(a.detach().double().cpu(), sinks)
+                                    for a in (*args, *kwargs.values())):
             lines.append(line)
 
     calls.run(check.spec, check.target, o.case, check.path, record=reads)
@@ -185,7 +194,7 @@ def sink_line(check, found):
 @diagnosis("sink-ignored", WINDOW)
 def sink_ignored(check):
     return sink_line(check, variant_finding(check, "sink-ignored", WindowKnobs(sink="ignored"),
-                                            "the same attention with no sink: each row of your weights sums to 1"))
+                                            t("evidence.cache.diagnoses_window.no_sink")))
 
 
 def row_factors(check, o) -> torch.Tensor | None:
@@ -222,13 +231,12 @@ def sink_misapplied(check):
     if float((c - ref).abs().max()) < 1e-6:
         return None
     h, i = divmod(int((c - ref).abs()[0].argmax()), c.size(-1))
-    evidence = (f"your weights are the window's softmax times a factor per row below 1, as a sink makes them, but "
-                f"not the contract's: in {o.case.label}, head {h}, query {i} keeps {float(c[0, h, i]):.3f} of its "
-                f"row where the sink (logit {float(o.case.inputs['sinks'][h]):.2f}) leaves {float(ref[0, h, i]):.3f}; "
-                "the cases without sinks are right")
-    for form, how in SINK_FORMS.items():
-        named = variant_finding(check, "sink-misapplied", WindowKnobs(sink=form), how)
+    shares = t("evidence.cache.diagnoses_window.shares", case=o.case.label, h=h, i=i, kept=float(c[0, h, i]),
+               logit=float(o.case.inputs['sinks'][h]), leaves=float(ref[0, h, i]))
+    for form in SINK_FORMS:
+        named = variant_finding(check, "sink-misapplied", WindowKnobs(sink=form), sink_form_said(form))
         if named:
-            named.evidence += "; " + evidence.split("; the cases")[0]
+            named.evidence += t("evidence.cache.diagnoses_window.sep") + shares
             return sink_line(check, named)
+    evidence = shares + t("evidence.cache.diagnoses_window.plain_right")
     return sink_line(check, findings.make("sink-misapplied", evidence, score=0.9))

@@ -5,9 +5,15 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge import calls, load
 from attn_drill.judge.compare import TOL, diff, where
 from attn_drill.report import FAIL, PASS, WARN
+
+
+def _say(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [probes_generic])."""
+    return t(f"evidence.core.probes_generic.{key}", **params)
 
 
 def return_type(spec, o: calls.Outcome):
@@ -15,14 +21,14 @@ def return_type(spec, o: calls.Outcome):
     if o.outputs is not None:
         return None
     if isinstance(r, torch.Tensor):
-        kind = "a bare tensor" if len(spec.outputs) > 1 else "a tensor"
-        got = f"{kind} of shape {tuple(r.shape)} and dtype {str(r.dtype).replace('torch.', '')}"
+        got = _say("bare_tensor" if len(spec.outputs) > 1 else "tensor", shape=tuple(r.shape),
+                   dtype=str(r.dtype).replace('torch.', ''))
     elif isinstance(r, (tuple, list)):
-        got = f"a {type(r).__name__} of {len(r)}: " + ", ".join(type(t).__name__ for t in r)
+        got = _say("sequence", type=type(r).__name__, n=len(r), types=_say("sep").join(type(x).__name__ for x in r))
     else:
-        got = "None" if r is None else f"a {type(r).__module__}.{type(r).__name__}"
+        got = "None" if r is None else _say("object", type=f"{type(r).__module__}.{type(r).__name__}")
     name = o.case.config.get("fn", spec.name)  # masks: one file, three functions
-    return findings.make("wrong-return-type", f"returned {got} ({o.case.label})", score=1.5,
+    return findings.make("wrong-return-type", _say("returned", got=got, case=o.case.label), score=1.5,
                          name=name, expected=spec.expected_return())
 
 
@@ -31,15 +37,14 @@ def elsewhere(spec, o: calls.Outcome):
     (The device stage, on meta, sees the opposite: an output that stays on the CPU, a warning.)"""
     if o.device == "meta":
         return None
-    for name, t in zip(spec.outputs, o.outputs):
-        if t.device.type == "meta":
+    for name, out in zip(spec.outputs, o.outputs):
+        if out.device.type == "meta":
             calls_ = [line for _, line in (o.tracer.calls if o.tracer else []) if line is not None]
             line = calls_[-1] if calls_ else None
             return findings.make(
-                "wrong-return-type", f"{name} comes back on the meta device for inputs on the {o.device} device "
-                f"({o.case.label}): a meta tensor has a shape but no numbers, so there is nothing to compare",
+                "wrong-return-type", _say("on_meta", name=name, device=o.device, case=o.case.label),
                 line=line, score=1.5, name=o.case.config.get("fn", spec.name),
-                expected=f"{spec.expected_return()}, on the inputs' device")
+                expected=_say("on_inputs_device", expected=spec.expected_return()))
     return None
 
 
@@ -55,7 +60,7 @@ def new_values(check):
               for n, t in case.inputs.items()}
     if not any(t is not None and t.is_floating_point() for t in case.inputs.values()):
         return None  # integers only (masks): the same shapes are the same arguments
-    again = Case(case.label + ", new values", floats, case.dims, case.config, case.params)
+    again = Case(_say("new_values", case=case.label), floats, case.dims, case.config, case.params)
     o = calls.run(check.spec, check.target, again, check.path)
     check.guard(o)
     ref = check.spec.unpack(check.spec.reference(again)[0])
@@ -66,11 +71,10 @@ def new_values(check):
         if not d.ok:
             old = check.outcomes[0].outputs[check.spec.outputs.index(name)]
             same = tuple(got.shape) == tuple(old.shape) and bool(torch.equal(got.detach().cpu(), old.detach().cpu()))
-            what = "exactly what it returned for the first inputs" if same else "no longer the right answer"
+            what = _say("same_as_before") if same else _say("no_longer_right")
             return findings.make(
-                "output-reused", f"given new values of the same shapes ({again.label}), your {name} is {what}: "
-                f"it differs first at ({where(d.index, check.spec.axes[name])}), yours {d.got:.4g}, expected "
-                f"{d.want:.4g}. An answer kept from an earlier call (a cache keyed by shapes) was returned",
+                "output-reused", _say("stale", case=again.label, name=name, what=what,
+                                      at=where(d.index, check.spec.axes[name]), got=d.got, want=d.want),
                 score=2.0)
     return None
 
@@ -86,8 +90,7 @@ def empty_row(check):
     if o.outputs is None:
         return None
     if any(not bool(torch.isfinite(t).all()) for t in o.outputs):
-        return findings.make("nan-on-empty-row", f"NaN in the output for the query with no visible key ({case.label})",
-                             score=1.0)
+        return findings.make("nan-on-empty-row", _say("empty_row_nan", case=case.label), score=1.0)
     return None
 
 
@@ -100,13 +103,11 @@ def inputs_modified(check, failed: bool):
         for name, given in o.inputs.items():
             original = o.case.inputs.get(name)
             if isinstance(given, torch.Tensor) and original is not None and not torch.equal(given, original):
-                evidence = f"{name} changed during the call ({o.case.label})"
+                evidence = _say("input_changed", name=name, case=o.case.label)
                 bad = [c for c, r in zip(check.outcomes, check.refs) if not _matches(c, r)]
                 if failed and bad and all(_aliased(c) for c in bad):
-                    return findings.make(
-                        "input-modified", evidence + "; the cases that fail are exactly those where query, key and "
-                        "value are one tensor (self-attention), so the write changed the keys and values too",
-                        score=1.2, level="error")
+                    return findings.make("input-modified", _say("input_aliased", evidence=evidence), score=1.2,
+                                         level="error")
                 return findings.make("input-modified", evidence, score=1.0)
     return None
 
@@ -129,7 +130,7 @@ def gradients(check):
     """backward runs, and every input and parameter gets the reference's gradient."""
     spec, case = check.spec, check.cases[0]
     if not spec.differentiable:
-        return PASS, "not applicable: the outputs are booleans"
+        return PASS, _say("booleans")
     if getattr(spec, "no_gradients", None):
         return PASS, spec.no_gradients
     o = calls.run(spec, check.target, case, check.path, grad=True)
@@ -138,27 +139,27 @@ def gradients(check):
     ref = spec.unpack(ref)
     check.keep_reference(ref or (), case)
     if o.outputs is None:
-        return _grad_warning(check, f"the call with gradients on raised {load.describe(o.error)}" if o.error
-                             else "the call with gradients on returned something else", o, o.error)
+        return _grad_warning(check, _say("grad_call_raised", error=load.describe(o.error)) if o.error
+                             else _say("grad_call_returned"), o, o.error)
     gs = _loss_weights(ref, check.seed)
     try:
         loss = sum((t.double() * g).sum() for t, g in zip(o.outputs, gs))
         loss.backward()
     except BaseException as e:  # noqa: BLE001
-        return _grad_warning(check, f"backward raised {load.describe(e)}", o, e)
+        return _grad_warning(check, _say("backward_raised", error=load.describe(e)), o, e)
     sum((t * g).sum() for t, g in zip(ref, gs)).backward()
     mine, want = spec.grad_inputs(o.inputs, o.module), spec.grad_inputs(ref_x, ref_module)
     for name, tensor in mine.items():
         if tensor.grad is None:
-            return _grad_warning(check, f"{name} gets no gradient ({case.label})", o)
+            return _grad_warning(check, _say("no_gradient", name=name, case=case.label), o)
         d = diff(tensor.grad, want[name].grad, TOL[torch.float64])
         if not d.ok:
-            return _grad_warning(check, f"the gradient of {name} differs: max abs error {d.max_abs:.3g} ({case.label})", o)
-    said = ", ".join(mine)
+            return _grad_warning(check, _say("gradient_differs", name=name, abs=d.max_abs, case=case.label), o)
+    said = _say("sep").join(mine)
     if len(mine) > 10:  # a layer's dozens of parameters: counted, not listed
         inputs = [n for n in mine if n in getattr(spec, "grad_names", ())]
-        said = f"{', '.join(inputs)} and {len(mine) - len(inputs)} parameters"
-    return PASS, f"backward runs; the gradients of {said} match"
+        said = _say("and_parameters", inputs=_say("sep").join(inputs), n=len(mine) - len(inputs))
+    return PASS, _say("gradients_match", said=said)
 
 
 def _grad_warning(check, evidence, o, exc=None):
@@ -172,7 +173,7 @@ DTYPES = (torch.float32, torch.float16, torch.bfloat16)  # what a GPU user train
 
 def dtypes(check):
     if not check.spec.float_inputs:
-        return PASS, "not applicable: the inputs are integers"
+        return PASS, _say("integers")
     return in_dtypes(check, DTYPES)
 
 
@@ -193,36 +194,40 @@ def in_dtypes(check, dtypes, device: str = "cpu", on: str = ""):
         if o.error is not None:
             msg = str(o.error)
             if "overflow" in msg and dtype == torch.float16:
-                check.add(findings.make("mask-fill-overflow", f"in {label}: {load.describe(o.error)}",
+                check.add(findings.make("mask-fill-overflow", _say("in_dtype", label=label,
+                                                                   error=load.describe(o.error)),
                                         line=load.user_line(o.error, check.path)[0], score=1.0))
                 warned = True
-                notes.append(f"{label}: raised (overflow)")
+                notes.append(_say("overflowed", label=label))
                 continue
-            check.add(load.exception_finding(o.error, check.path, f"in {label} ({case.label})", score=1.0))
-            return FAIL, f"{label}: raised {load.describe(o.error)}"
+            check.add(load.exception_finding(o.error, check.path, _say("when_in", label=label, case=case.label),
+                                             score=1.0))
+            return FAIL, _say("dtype_raised", label=label, error=load.describe(o.error))
         if o.outputs is None:
             check.add(return_type(spec, o))
-            return FAIL, f"{label}: wrong return type"
+            return FAIL, _say("wrong_return", label=label)
         ref = spec.unpack(spec.reference(case, dtype)[0])
         check.keep_reference(ref, case, dtype)
         for name, got, want in zip(spec.outputs, o.outputs, ref):
             if spec.float_inputs and got.dtype != dtype:
-                check.add(findings.make("dtype-not-preserved", f"{name} is {str(got.dtype).replace('torch.', '')} "
-                                        f"for {label} inputs", score=1.0, expected=str(dtype).replace("torch.", "")))
+                check.add(findings.make("dtype-not-preserved", _say("dtype_changed", name=name, label=label,
+                                                                    dtype=str(got.dtype).replace('torch.', '')),
+                                        score=1.0, expected=str(dtype).replace("torch.", "")))
                 warned = True
             if not bool(torch.isfinite(got).all()) and bool(torch.isfinite(want).all()):
-                check.add(findings.make("nan-output", f"{name} has NaN or inf in {label} ({case.label})", score=1.0))
-                return FAIL, f"{label}: NaN or inf in {name}"
+                check.add(findings.make("nan-output", _say("nan_in", name=name, label=label, case=case.label),
+                                        score=1.0))
+                return FAIL, _say("nan_detail", label=label, name=name)
             tol = TOL.get(dtype, TOL[torch.float32])
             d = diff(got, want, tol)
             if not d.ok:
                 check.add(findings.make(
-                    "values-mismatch", f"in {label}, {name} differs at ({where(d.index, spec.axes[name])}): yours "
-                    f"{d.got:.4g}, expected {d.want:.4g} (max abs error {d.max_abs:.3g}, tolerance {tol.atol:g})",
+                    "values-mismatch", _say("dtype_differs", label=label, name=name, at=where(d.index, spec.axes[name]),
+                                            got=d.got, want=d.want, abs=d.max_abs, atol=tol.atol),
                     score=0.5))
-                return FAIL, f"{label}: {name} out of tolerance"
-        notes.append(f"{label}: ok")
-    return (WARN if warned else PASS), "; ".join(notes)
+                return FAIL, _say("out_of_tolerance", label=label, name=name)
+        notes.append(_say("dtype_ok", label=label))
+    return (WARN if warned else PASS), _say("notes_sep").join(notes)
 
 
 def device(check):
@@ -238,10 +243,10 @@ def device(check):
         if found:
             check.add(found)
             return WARN, found.evidence
-        note = ("every tensor your code makes follows the inputs' device (run on the meta device)" if o.error is None
-                else f"the meta device cannot run your code ({load.describe(o.error)}): not a mistake, nothing to see")
+        note = (_say("follows_device") if o.error is None
+                else _say("meta_cannot_run", error=load.describe(o.error)))
     else:  # code that reads tensors' values (lengths) cannot run there at all: the contract skips it
-        note = "not run on the meta device: this exercise reads tensors' values (lengths)"
+        note = _say("meta_skipped")
     return PASS, note
 
 
@@ -252,7 +257,7 @@ def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
     """device-mismatch when the run raised about devices or returned a tensor on another device; with `guess`
     (on the meta device), also when a tensor made on the CPU was never moved: a real GPU says for itself."""
     made = o.tracer.off_device if o.tracer else []
-    said = f"; torch.{made[0][0]}(...) at your line {made[0][1]} makes a tensor with no device=" if made else ""
+    said = _say("no_device", op=made[0][0], line=made[0][1]) if made else ""
     if o.error is not None:
         msg = str(o.error)
         # "copy out of meta": a meta tensor written into one made on the CPU (on a GPU that copy succeeds and
@@ -262,19 +267,18 @@ def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
         if "device" not in msg.lower() and not copied:
             return None  # e.g. .item() on meta: the meta device cannot run it, which says nothing about devices
         line = load.user_line(o.error, check.path)[0] or (made[0][1] if made else None)
-        return findings.make("device-mismatch", f"with inputs on the {dev} device: {load.describe(o.error)}{said}",
-                             line=line, score=1.0)
+        return findings.make("device-mismatch", _say("device_raised", dev=dev, error=load.describe(o.error),
+                                                     said=said), line=line, score=1.0)
     if o.outputs is None:
         return None
-    for name, t in zip(check.spec.outputs, o.outputs):
-        if t.device.type != dev:
-            return findings.make("device-mismatch", f"with inputs on the {dev} device, {name} comes back on "
-                                 f"{t.device.type}{said}", line=made[0][1] if made else None, score=1.0)
+    for name, out in zip(check.spec.outputs, o.outputs):
+        if out.device.type != dev:
+            return findings.make("device-mismatch", _say("comes_back_on", dev=dev, name=name, device=out.device.type,
+                                                         said=said), line=made[0][1] if made else None, score=1.0)
     if made and guess:  # matmul, einsum and indexing accept a CPU operand on meta; on a GPU most of them raise
         op, line = made[0]
-        return findings.make("device-mismatch", f"with inputs on the {dev} device, torch.{op}(...) at your line "
-                             f"{line} still makes its tensor on the CPU (no device=), and it is never moved",
-                             line=line, score=1.0)
+        return findings.make("device-mismatch", _say("never_moved", dev=dev, op=op, line=line), line=line,
+                             score=1.0)
     return None
 
 
@@ -282,9 +286,9 @@ def on_gpu(check, device: str, name: str):
     """The device stage on a GPU: the first case on `device` in float32 and the half types (float32 alone for
     integer inputs), each against the reference in that dtype. `name` names the device in the detail."""
     dtypes = DTYPES if check.spec.float_inputs else (torch.float32,)
-    status, detail = in_dtypes(check, dtypes, device, on=f" on {name}")
+    status, detail = in_dtypes(check, dtypes, device, on=_say("on_gpu", name=name))
     if status == PASS:
         names = [str(d).replace("torch.", "") for d in dtypes]
-        said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        return PASS, f"it runs on {name} in {said} and matches"
+        said = names[0] if len(names) == 1 else _say("and_last", first=_say("sep").join(names[:-1]), last=names[-1])
+        return PASS, _say("runs_on_gpu", name=name, said=said)
     return status, detail

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import reference_module
 from attn_drill.judge.variants.attention import mha
@@ -103,30 +104,31 @@ def locate(check) -> str:
     case = (bad[0] if bad else check.outcomes[0]).case
     mine = capture(spec, check.target, case)
     ref = capture(spec, getattr(reference_module(spec.file), spec.name), case)
-    before, previous = "the layer's input", None
+    before, previous = t("evidence.cache.probes_layers.layer_input"), None
     for want in ref:
         got = next((c for c in mine if c.name == want.name), None)
         if got is None:
-            return f"{want.name} never ran ({case.label})"
+            return t("evidence.cache.probes_layers.never_ran", name=want.name, case=case.label)
         if not all(_same(a, b) for a, b in zip(got.inputs, want.inputs)):
             which = _which(got, want)
-            between = "the activation" if (previous, want.name) == ("ff1", "ff2") else "a residual or a norm"
-            return (f"{want.name} is the first sub-module to depart: {which} differs from the reference's, while "
-                    f"everything up to {before} matched, so look between them: {between} ({case.label})")
+            between = (t("evidence.cache.probes_layers.the_activation") if (previous, want.name) == ("ff1", "ff2")
+                       else t("evidence.cache.probes_layers.residual_or_norm"))
+            return t("evidence.cache.probes_layers.first_to_depart", name=want.name, which=which, before=before,
+                     between=between, case=case.label)
         if got.output is None or not all(_same(a, b) for a, b in zip(got.output, want.output)):
             if got.output is None:
-                return f"{want.name} is handed the reference's inputs and raises ({case.label})"
-            return f"{want.name} is handed the reference's inputs but gives other outputs ({case.label})"
-        before, previous = f"{want.name}'s output", want.name
-    return f"every sub-module matches the reference's; the difference comes after {before} ({case.label})"
+                return t("evidence.cache.probes_layers.raises", name=want.name, case=case.label)
+            return t("evidence.cache.probes_layers.other_outputs", name=want.name, case=case.label)
+        before, previous = t("evidence.cache.probes_layers.output_of", name=want.name), want.name
+    return t("evidence.cache.probes_layers.all_match", before=before, case=case.label)
 
 
 def _which(got: Call, want: Call) -> str:
     if len(want.inputs) == 1:
-        return "its input"
+        return t("evidence.cache.probes_layers.its_input")
     names = ("query", "key", "value", "mask")
     wrong = [n for n, a, b in zip(names, got.inputs, want.inputs) if not _same(a, b)]
-    return "its " + " and ".join(wrong)
+    return t("evidence.cache.probes_layers.its", names=t("finding.and").join(wrong))
 
 
 def departing(check) -> tuple[list[str], object]:
@@ -164,5 +166,5 @@ def weights_picture(check, case, name: str) -> dict | None:
     if mine.output[1].shape != ref.output[1].shape:
         return None
     pic = heatmap(mine.output[1], ref.output[1], case.label)
-    pic["title"] = f"{name}'s {pic['title']}"
+    pic["title"] = t("evidence.cache.probes_layers.picture_title", name=name, title=pic['title'])
     return pic

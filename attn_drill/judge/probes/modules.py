@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.compare import closeness
+
+
+def _say(key: str, /, **params) -> str:
+    """This module's sentence `key` (i18n/<lang>/evidence/core.toml, [probes_modules])."""
+    return t(f"evidence.core.probes_modules.{key}", **params)
 
 
 def capture(check, case) -> dict[str, tuple]:
@@ -38,23 +44,23 @@ def locate(check) -> str:
     good = [n for n, w in want.items() if n in seen and closeness(seen[n][1], w) < 1e-6]
     missing = [n for n in spec.layers if n not in seen]
     parts = []
+    sep = _say("sep")
     if good:
-        parts.append(f"{', '.join(good)} give{'s' if len(good) == 1 else ''} the reference's outputs")
+        parts.append(_say("gives_one" if len(good) == 1 else "give", layers=sep.join(good)))
     if missing:
-        parts.append(f"{', '.join(missing)} never ran")
+        parts.append(_say("never_ran", layers=sep.join(missing)))
     if "W_o" in seen:
         y, got = spec.merged(case), seen["W_o"][0]
         if got.shape != y.shape:
-            parts.append(f"the input to W_o is {tuple(got.shape)}, expected {tuple(y.shape)}")
+            parts.append(_say("wo_shape", got=tuple(got.shape), want=tuple(y.shape)))
         elif closeness(got, y) < 1e-6:
-            parts.append("the input to W_o matches, so the difference comes after it")
+            parts.append(_say("wo_matches"))
         else:
             B, T, D = y.shape
             H = case.dims["H"]
             blocks = (got - y).abs().reshape(B, T, H, D // H).amax(-1) > 1e-6  # (B, T, H): which blocks differ
-            parts.append(f"the input to W_o differs in {int(blocks.sum())} of {blocks.numel()} (batch, position, head) "
-                         f"blocks ({case.label})")
-    return "; ".join(parts) if parts else "no layer ran"
+            parts.append(_say("wo_differs", n=int(blocks.sum()), all=blocks.numel(), case=case.label))
+    return _say("parts_sep").join(parts) if parts else _say("none_ran")
 
 
 def merge_is_permuted(check) -> tuple[str, list[int] | None] | None:
@@ -70,15 +76,13 @@ def merge_is_permuted(check) -> tuple[str, list[int] | None] | None:
     B = want.size(0)
     if closeness(got.reshape(B, -1).sort(-1).values, want.reshape(B, -1).sort(-1).values) > 1e-9:
         return None
-    said = (f"W_o receives exactly the values of the correctly merged heads, in another order ({case.label}): "
-            "attention is right, the merge rearranges it")
     order = head_order(got, want, case.dims["H"])
-    if order is not None:
-        reverse = order == list(range(len(order)))[::-1]
-        said += (": the heads are concatenated in reverse order" if reverse else
-                 ": each head whole, at another head's features (" +
-                 ", ".join(f"head {h} at {p}" for h, p in enumerate(order) if h != p) + ")")
-    return said, order
+    if order is None:
+        return _say("permuted", case=case.label), order
+    if order == list(range(len(order)))[::-1]:
+        return _say("reversed", case=case.label), order
+    moved = _say("sep").join(_say("head_at", h=h, p=p) for h, p in enumerate(order) if h != p)
+    return _say("moved", case=case.label, moved=moved), order
 
 
 def head_order(got: torch.Tensor, want: torch.Tensor, H: int) -> list[int] | None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from attn_drill.i18n import t
+
 ANGLE_TOL = 1e-3  # radians: a float32 angle is off by ~1e-5 at positions ~100, a mistake by far more
 STRETCH_TOL = 1e-3  # relative change of a pair's length still called a rotation
 
@@ -50,6 +52,20 @@ FREQUENCIES = {
     "no_log": ("exp(-2i/d): log(base) is missing from exp(-2i/d * log(base))",
                lambda d, b: torch.exp(-_exponents(d, torch.float64))),
 }
+
+
+def frequency_said(how: str) -> str:
+    """FREQUENCIES' way of saying formula `how` (the formula, then what is wrong with it), in the language in use."""
+    said = {"ok": t("evidence.cache.probes_rope.freq_ok"),
+            "no_factor_2": t("evidence.cache.probes_rope.freq_no_factor_2"),
+            "half_d": t("evidence.cache.probes_rope.freq_half_d"),
+            "default_base": t("evidence.cache.probes_rope.freq_default_base"),
+            "positive": t("evidence.cache.probes_rope.freq_positive"),
+            "one_based": t("evidence.cache.probes_rope.freq_one_based"),
+            "odd": t("evidence.cache.probes_rope.freq_odd"),
+            "linspace": t("evidence.cache.probes_rope.freq_linspace"),
+            "no_log": t("evidence.cache.probes_rope.freq_no_log")}
+    return said.get(how, FREQUENCIES[how][0])
 
 
 def frequencies(d: int, base: float, how: str = "ok") -> torch.Tensor:

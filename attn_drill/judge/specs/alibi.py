@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 from attn_drill.judge.variants.alibi import AlibiKnobs, alibi_attention
 
@@ -68,7 +69,7 @@ class AlibiSpec(Spec):
         return out, None, x
 
     def reference(self, case, dtype=torch.float64, device="cpu", grad=False):
-        x = {n: t.double() for n, t in case.cast(dtype).items()}
+        x = {n: v.double() for n, v in case.cast(dtype).items()}
         if grad:
             for n in ("q", "k", "v"):
                 x[n].requires_grad_(True)
@@ -92,7 +93,7 @@ class AlibiSpec(Spec):
         return torch.ones(Tq, Tk, dtype=torch.bool).tril(Tk - Tq)
 
     def expected_return(self):
-        return "a tuple (out, weights) of two tensors"
+        return t("evidence.modern.specs_alibi.expected_return")
 
     def expected_shapes(self, case):
         q, k = case.inputs["q"], case.inputs["k"]

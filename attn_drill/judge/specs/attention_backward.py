@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, Spec, random_mask, reference_module, resolve_function
 from attn_drill.judge.trace import FORBIDDEN
 from attn_drill.judge.variants.backward import BackwardKnobs, attention_backward
 
-BACKWARD_FORBIDDEN = FORBIDDEN | {
-    "=grad": "torch.autograd.grad (or torch.func's grad, vjp, jacrev, autograd.functional: they call it)",
-    "=backward": ".backward() (torch.autograd.backward)",
-    "_softmax_backward_data": "the softmax's built-in backward (aten._softmax_backward_data)",
-    "attention_backward": "a built-in attention backward",
-}
+
+def backward_forbidden() -> dict:
+    """trace.FORBIDDEN and autograd's ways in, each worded in the language in use (the keys are matched names)."""
+    return FORBIDDEN | {
+        "=grad": t("evidence.modern.specs_attention_backward.grad"),
+        "=backward": t("evidence.modern.specs_attention_backward.backward"),
+        "_softmax_backward_data": t("evidence.modern.specs_attention_backward.softmax_backward"),
+        "attention_backward": t("evidence.modern.specs_attention_backward.attention_backward"),
+    }
 
 
 class AttentionBackwardSpec(Spec):
@@ -30,10 +34,16 @@ class AttentionBackwardSpec(Spec):
     outputs = ("dq", "dk", "dv")
     axes = {"dq": ("batch", "head", "query", "feature"), "dk": ("batch", "head", "key", "feature"),
             "dv": ("batch", "head", "key", "feature")}
-    forbidden = BACKWARD_FORBIDDEN
     signature = "attention_backward(q, k, v, dout, mask=None)"
-    no_gradients = "not applicable: your function computes the gradients itself"
     step_names = {"p": "softmax", "dp": "dP", "ds": "dS", "dv": "dv", "dq": "dq", "dk": "dk"}
+
+    @property
+    def forbidden(self) -> dict:
+        return backward_forbidden()
+
+    @property
+    def no_gradients(self) -> str:
+        return t("evidence.modern.specs_attention_backward.no_gradients")
 
     def resolve(self, module):
         calls = [((1, 2, 3, 4), {}), ((1, 2, 3, 4), {"mask": None})]
@@ -45,13 +55,15 @@ class AttentionBackwardSpec(Spec):
             k = torch.randn(*lead, Tk, d, generator=gen, dtype=torch.float64)
             v = torch.randn(*lead, Tk, dv, generator=gen, dtype=torch.float64)
             dout = torch.randn(*lead, Tq, dv, generator=gen, dtype=torch.float64)
-            m = None
+            m, said = None, t("evidence.modern.specs_attention_backward.no_mask")
             if mask == "shared":
                 m = random_mask(gen, Tq, Tk)
+                said = t("evidence.modern.specs_attention_backward.mask_shared", Tq=Tq, Tk=Tk)
             elif mask == "full":
                 m = random_mask(gen, *lead, Tq, Tk)
-            said = {"shared": f"mask ({Tq}, {Tk})", "full": f"mask {tuple(lead) + (Tq, Tk)}", None: "no mask"}[mask]
-            label = f"leading dims {tuple(lead)}, Tq={Tq} Tk={Tk} d={d} dv={dv}, {said}"
+                said = t("evidence.modern.specs_attention_backward.mask_full", shape=tuple(lead) + (Tq, Tk))
+            label = t("evidence.modern.specs_attention_backward.case", lead=tuple(lead), Tq=Tq, Tk=Tk, d=d, dv=dv,
+                      said=said)
             dims = {"lead": tuple(lead), "Tq": Tq, "Tk": Tk, "d": d, "dv": dv, "B": lead[0],
                     "H": lead[1] if len(lead) > 1 else 1}
             return Case(label, {"q": q, "k": k, "v": v, "dout": dout, "mask": m}, dims)
@@ -76,7 +88,7 @@ class AttentionBackwardSpec(Spec):
         return target(x["q"], x["k"], x["v"], x["dout"], **kwargs), None, x
 
     def reference(self, case, dtype=torch.float64, device="cpu", grad=False):
-        x = {n: (t.double() if t is not None and t.is_floating_point() else t) for n, t in case.cast(dtype).items()}
+        x = {n: (v.double() if v is not None and v.is_floating_point() else v) for n, v in case.cast(dtype).items()}
         fn = reference_module(self.file).attention_backward
         return fn(x["q"], x["k"], x["v"], x["dout"], x["mask"]), None, x
 
@@ -89,7 +101,7 @@ class AttentionBackwardSpec(Spec):
         return case.inputs["mask"]
 
     def expected_return(self):
-        return "a tuple (dq, dk, dv) of three tensors"
+        return t("evidence.modern.specs_attention_backward.expected_return")
 
     def expected_shapes(self, case):
         x = case.inputs

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from attn_drill import findings, i18n
+from attn_drill.i18n import t
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.trace import FORBIDDEN
 from attn_drill.judge.variants.attention import Knobs
@@ -33,11 +34,11 @@ class Case:
         """Copies of the inputs on device, floating ones in dtype (masks stay bool, positions int64).
         Always copies: user code may write into its inputs, and the case must stay as it was."""
         out = {}
-        for name, t in self.inputs.items():
-            if t is None:
+        for name, x in self.inputs.items():
+            if x is None:
                 out[name] = None
             else:
-                out[name] = t.to(device=device, dtype=dtype if t.is_floating_point() else t.dtype, copy=True)
+                out[name] = x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype, copy=True)
         return out
 
     def rounded(self, dtype: torch.dtype) -> "Case":
@@ -184,15 +185,17 @@ def check_layer(spec, module, name: str, weight: tuple, bias: tuple | None, case
     except AttributeError:
         sub = None
     if not isinstance(getattr(sub, "weight", None), torch.Tensor):
-        return findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker copies the "
-                             "reference's weights in by these names)", score=1.0, name=f"self.{name}",
-                             where=i18n.t("finding.in_init", layer=spec.layer_text(name)))
+        return findings.make("missing-name", t("evidence.attention.specs_base.not_a_layer", name=name), score=1.0,
+                             name=f"self.{name}", where=i18n.t("finding.in_init", layer=spec.layer_text(name)))
     b = getattr(sub, "bias", None)
     has = isinstance(b, torch.Tensor)
     if tuple(sub.weight.shape) != weight or has != (bias is not None) or has and tuple(b.shape) != bias:
-        got = f"weight {tuple(sub.weight.shape)}, bias {tuple(b.shape) if has else None}"
-        want = f"weight {weight}, " + (f"bias {bias}" if bias is not None else "no bias")
-        return findings.make("wrong-signature", f"self.{name} is {got} for {spec.constructor(case)}; expected {want}",
+        got = t("evidence.attention.specs_base.weight_bias", weight=tuple(sub.weight.shape),
+                bias=tuple(b.shape) if has else None)
+        want = (t("evidence.attention.specs_base.weight_bias", weight=weight, bias=bias) if bias is not None else
+                t("evidence.attention.specs_base.weight_no_bias", weight=weight))
+        return findings.make("wrong-signature", t("evidence.attention.specs_base.layer_is", name=name, got=got,
+                                                  constructor=spec.constructor(case), want=want),
                              score=1.0, name=f"self.{name}", expected=spec.layer_text(name))
     return None
 
@@ -203,10 +206,11 @@ def resolve_function(module, name: str, expected: str, calls, missing: str = "")
     to the missing-name evidence."""
     fn = getattr(module, name, None)
     if fn is None:
-        return None, findings.make("missing-name", f"no top-level `{name}` in your file{missing}", score=1.0,
-                                   name=name)
+        return None, findings.make("missing-name", t("evidence.attention.specs_base.no_top_level", name=name,
+                                                     missing=missing), score=1.0, name=name)
     if not callable(fn):
-        return None, findings.make("wrong-signature", f"`{name}` is a {type(fn).__name__}, not a function",
+        return None, findings.make("wrong-signature", t("evidence.attention.specs_base.not_a_function", name=name,
+                                                        type=type(fn).__name__),
                                    score=1.0, name=name, expected=expected)
     for args, kwargs in calls:
         bad = check_signature(fn, name, args, kwargs, expected)
@@ -274,7 +278,7 @@ class Spec:
         mask = c.inputs["mask"].clone()
         mask[..., 1, :] = False
         c.inputs["mask"] = mask
-        c.label += ", query 1 sees no key"
+        c.label += t("evidence.attention.specs_base.no_key_for_query_1")
         return c
 
     def hides(self, case: Case) -> bool:
@@ -297,10 +301,12 @@ class Spec:
     def scale_names(self, case: Case) -> dict[str, float]:
         """Scales users really write by mistake, by how to say them."""
         d = case.dims["d"]
-        return {"1 (no scale)": 1.0, f"1/{d} = 1/d": 1.0 / d, f"sqrt({d}) = sqrt(d), multiplied": d ** 0.5}
+        return {t("evidence.attention.specs_base.no_scale"): 1.0, f"1/{d} = 1/d": 1.0 / d,
+                t("evidence.attention.specs_base.multiplied", d=d): d ** 0.5}
 
     def expected_return(self) -> str:
-        return "a tuple (out, weights) of two tensors" if len(self.outputs) == 2 else "a tensor"
+        return t("evidence.attention.specs_base.two_tensors" if len(self.outputs) == 2 else
+                 "evidence.attention.specs_base.a_tensor")
 
     def expected_shapes(self, case: Case) -> dict[str, tuple]:
         raise NotImplementedError
@@ -339,10 +345,11 @@ class ModuleSpec(Spec):
     def resolve(self, module):
         cls = getattr(module, self.name, None)
         if cls is None:
-            return None, findings.make("missing-name", f"no top-level `{self.name}` in your file",
-                                       score=1.0, name=self.name)
+            return None, findings.make("missing-name", t("evidence.attention.specs_base.no_top_level", name=self.name,
+                                                         missing=""), score=1.0, name=self.name)
         if not (inspect.isclass(cls) and issubclass(cls, nn.Module)):
-            return None, findings.make("wrong-signature", f"`{self.name}` is not a subclass of nn.Module",
+            return None, findings.make("wrong-signature", t("evidence.attention.specs_base.not_a_module",
+                                                            name=self.name),
                                        score=1.0, name=self.name, expected=f"class {self.name}(nn.Module)")
         args = tuple(SAMPLE[k] for k in self.positional)
         kwargs = {self.keyword: SAMPLE[self.keyword]} if self.keyword else {}
@@ -374,17 +381,17 @@ class ModuleSpec(Spec):
             if not isinstance(sub, nn.Module) or not isinstance(getattr(sub, "weight", None), torch.Tensor):
                 from attn_drill.judge.specs import layouts
 
-                missing = findings.make("missing-name", f"`self.{name}` is not a layer with a weight (the checker "
-                                        f"copies the reference's weights in by these names)", score=1.0,
-                                        name=f"self.{name}", where=i18n.t("finding.in_init", layer=self.layer_text(name)))
+                missing = findings.make("missing-name", t("evidence.attention.specs_base.not_a_layer", name=name),
+                                        score=1.0, name=f"self.{name}",
+                                        where=i18n.t("finding.in_init", layer=self.layer_text(name)))
                 return layouts.rename(module, tuple(self.layer_shapes(case.config)), missing)
             shape = tuple(sub.weight.shape)
             has_bias = getattr(sub, "bias", None) is not None
             if shape != (n_out, n_in) or has_bias != bias:
                 return findings.make(
                     "wrong-signature",
-                    f"self.{name} is weight {shape}, bias {has_bias} for {self.constructor(case)}; "
-                    f"expected nn.Linear({n_in}, {n_out}, bias={bias})",
+                    t("evidence.attention.specs_base.linear_is", name=name, shape=shape, has_bias=has_bias,
+                      constructor=self.constructor(case), n_in=n_in, n_out=n_out, bias=bias),
                     score=1.0, name=f"self.{name}", expected=self.layer_text(name))
         return None
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge import memory
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
@@ -45,11 +46,14 @@ class FlashSpec(Spec):
         def case(B, H, Tq, Tk, d, causal, block, gain=1.0):
             q, k, v = (torch.randn(B, H, T, d, generator=gen, dtype=torch.float64) for T in (Tq, Tk, Tk))
             q, k = q * gain, k * gain
-            label = f"B={B} H={H} Tq={Tq} Tk={Tk} d={d}, {'causal' if causal else 'not causal'}, " + (
-                f"block_size={block}" if block else f"block_size left at its default ({DEFAULT_BLOCK})")
+            label = t("evidence.cache.specs_flash.label", B=B, H=H, Tq=Tq, Tk=Tk, d=d,
+                      causal=(t("evidence.cache.specs_flash.causal") if causal
+                              else t("evidence.cache.specs_flash.not_causal")),
+                      block=f"block_size={block}" if block
+                      else t("evidence.cache.specs_flash.default_block", block=DEFAULT_BLOCK))
             if gain != 1.0:
                 top = float((q @ k.transpose(-2, -1)).abs().max()) / d ** 0.5
-                label += f", large scores (|q.k|/sqrt(d) up to {top:.0f})"
+                label += t("evidence.cache.specs_flash.large_scores", top=top)
             dims = {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "causal": causal, "block_size": block}
             return Case(label, {"q": q, "k": k, "v": v}, dims)
 
@@ -66,7 +70,7 @@ class FlashSpec(Spec):
         """Causal with Tq > Tk: the first Tq - Tk queries see no key. Graded only for NaN (a warning)."""
         q, k, v = (torch.randn(1, 1, T, 8, generator=gen, dtype=torch.float64) for T in (55, 40, 40))
         dims = {"B": 1, "H": 1, "Tq": 55, "Tk": 40, "d": 8, "causal": True, "block_size": 16}
-        return Case("B=1 H=1 Tq=55 Tk=40 d=8, causal, block_size=16: queries 0-14 see no key",
+        return Case(t("evidence.cache.specs_flash.empty_row"),
                     {"q": q, "k": k, "v": v}, dims)
 
     def limit(self, case: Case) -> int | None:
@@ -114,8 +118,9 @@ class FlashSpec(Spec):
 
     def scale_names(self, case):
         d, Tk, block = case.dims["d"], case.dims["Tk"], case.dims["block_size"] or DEFAULT_BLOCK
-        return {"1/d": 1 / d, "sqrt(d), multiplied": d ** 0.5, f"1/sqrt(block_size) = 1/sqrt({block})": block ** -0.5,
-                f"1/sqrt(Tk) = 1/sqrt({Tk})": Tk ** -0.5, "0 (e.g. 1 // math.sqrt(d))": 0.0}
+        return {"1/d": 1 / d, t("evidence.cache.specs_flash.multiplied"): d ** 0.5,
+                f"1/sqrt(block_size) = 1/sqrt({block})": block ** -0.5, f"1/sqrt(Tk) = 1/sqrt({Tk})": Tk ** -0.5,
+                t("evidence.cache.specs_flash.zero_scale"): 0.0}
 
     def expected_shapes(self, case):
         return {"out": tuple(case.inputs["q"].shape)}
@@ -147,9 +152,9 @@ def measure(fn, user: str | None = None, seconds: float | None = None) -> memory
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 - e.g. .item() or a data-dependent branch, which meta cannot run
-        return f"it cannot run on the meta device ({type(e).__name__})"
+        return t("evidence.cache.specs_flash.not_on_meta", error=type(e).__name__)
     if watch.late:
-        return f"it ran past the {seconds} s this measurement may take (each op costs time even on the meta device)"
+        return t("evidence.cache.specs_flash.too_slow", seconds=seconds)
     return watch
 
 
@@ -162,10 +167,10 @@ def reference_peak() -> int:
 
 def memory_note(target) -> str:
     T, d, block = MEASURE["T"], MEASURE["d"], MEASURE["block_size"]
-    where = f"peak extra memory at T={T} (B=H=1, d={d}, float32, block_size={block}, on the meta device)"
+    where = t("evidence.cache.specs_flash.peak", T=T, d=d, block=block)
     ref = memory.mib(reference_peak())
     yours = measure(target, user_file(target), MEASURE_SECONDS)
     if isinstance(yours, str):
-        return f"{where}: yours not measured, {yours}; blockwise reference {ref}"
-    return (f"{where}: yours {memory.mib(yours.peak)}, blockwise reference {ref}; "
-            f"a full score matrix alone is {memory.mib(T * T * 4)}")
+        return t("evidence.cache.specs_flash.not_measured", where=where, why=yours, ref=ref)
+    return t("evidence.cache.specs_flash.measured", where=where, yours=memory.mib(yours.peak), ref=ref,
+             full=memory.mib(T * T * 4))

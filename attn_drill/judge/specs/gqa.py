@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import modules as module_variants
 from attn_drill.judge.specs.base import grouped_layer_shapes
 from attn_drill.judge.specs.modules import SelfAttentionSpec, random_case
@@ -58,5 +59,5 @@ class GQASpec(SelfAttentionSpec):
         names = super().scale_names(case)
         kv = case.dims["Hkv"] * case.dims["d"]
         if kv != case.dims["d"]:
-            names[f"1/sqrt({kv}) = 1/sqrt(num_kv_heads * d), the width of W_k"] = kv ** -0.5
+            names[t("evidence.attention.specs_gqa.width_of_w_k", kv=kv)] = kv ** -0.5
         return names

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import cache as variants_cache
 from attn_drill.judge.specs.base import Case, ModuleSpec, grouped_layer_shapes, random_params
 
@@ -71,16 +72,16 @@ class KVCacheSpec(ModuleSpec):
             if past:  # a cache made by the reference: the user's module must continue from it
                 x_past = torch.randn(B, past, D, generator=gen, dtype=torch.float64)
                 _, inputs["k_past"], inputs["v_past"] = variants_cache.run(params, dims, base, x_past, (past,))
-            label = f"B={B} H={H} Hkv={Hkv} d={d} (D={D}, rope_base={base:g}): {what}"
+            label = t("evidence.cache.specs_kv_cache.label", B=B, H=H, Hkv=Hkv, d=d, D=D, base=base, what=what)
             return Case(label, inputs, dims, config=config, params=params)
 
         return [
             # the first case also runs for gradients, dtypes and devices: short, but with a cache
-            case(2, 4, 2, 8, (4, 1, 1), 10000.0, "a prefill of 4 tokens, then 2 calls of 1 token"),
-            case(2, 6, 2, 6, (3, 5, 2), 100.0, "3 calls in uneven chunks of 3, 5, 2 tokens"),
-            case(3, 4, 2, 8, (7,), 10000.0, "the whole sequence of 7 tokens in one call"),
-            case(2, 8, 2, 4, (3, 1), 500.0, "a cache of 4 tokens given, then calls of 3 and 1 tokens", past=4),
-            case(2, 3, 1, 8, (1, 1, 1, 2), 10000.0, "3 calls of 1 token from an empty cache, then one of 2"),
+            case(2, 4, 2, 8, (4, 1, 1), 10000.0, t("evidence.cache.specs_kv_cache.prefill")),
+            case(2, 6, 2, 6, (3, 5, 2), 100.0, t("evidence.cache.specs_kv_cache.uneven")),
+            case(3, 4, 2, 8, (7,), 10000.0, t("evidence.cache.specs_kv_cache.one_call")),
+            case(2, 8, 2, 4, (3, 1), 500.0, t("evidence.cache.specs_kv_cache.given_cache"), past=4),
+            case(2, 3, 1, 8, (1, 1, 1, 2), 10000.0, t("evidence.cache.specs_kv_cache.empty_cache")),
         ]
 
     def steps(self, module, case: Case, x: dict) -> Steps | object:
@@ -108,7 +109,7 @@ class KVCacheSpec(ModuleSpec):
         return join([r[0] for r in result]), k, v
 
     def expected_return(self) -> str:
-        return "a pair (out, (k_all, v_all)): out a tensor, then the cache as a pair of tensors"
+        return t("evidence.cache.specs_kv_cache.expected_return")
 
     def expected_shapes(self, case):
         B, Hkv, d, D, T, past = (case.dims[n] for n in ("B", "Hkv", "d", "D", "T", "T_past"))

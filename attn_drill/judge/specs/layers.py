@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import layers as variants_layers
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import Case, ModuleSpec, check_layer, random_mask, random_params
@@ -63,7 +64,7 @@ class LayerSpec(ModuleSpec):
             f"norm{i}" for i in range(1, self.norms + 1))
 
     def expected_return(self):
-        return "a tensor (B, Tq, D)"
+        return t("evidence.cache.specs_layers.expected_return")
 
     def layer_shapes(self, config):
         D, F = config["d_model"], config["d_ff"]
@@ -72,8 +73,7 @@ class LayerSpec(ModuleSpec):
 
     def layer_text(self, name):
         if "." in name:
-            return f"{name.split('.')[0]} = MultiHeadAttention(d_model, num_heads), its {name.split('.')[1]} " \
-                   "an nn.Linear(d_model, d_model)"
+            return t("evidence.cache.specs_layers.attention_layer", attn=name.split('.')[0], weight=name.split('.')[1])
         return {"ff1": "nn.Linear(d_model, d_ff)", "ff2": "nn.Linear(d_ff, d_model)"}.get(name, "nn.LayerNorm(d_model)")
 
     def _tutorial(self, module, name: str, missing):
@@ -150,7 +150,8 @@ class LayerSpec(ModuleSpec):
     @staticmethod
     def label(dims: dict, norm_first: bool) -> str:
         sizes = " ".join(f"{k}={v}" for k, v in dims.items() if k not in ("D",))
-        return f"{sizes} (D={dims['D']}), {'pre-LN' if norm_first else 'post-LN'}"
+        norm = t("evidence.cache.specs_layers.pre_ln") if norm_first else t("evidence.cache.specs_layers.post_ln")
+        return t("evidence.cache.specs_layers.label", sizes=sizes, D=dims['D'], norm=norm)
 
 
 class EncoderLayerSpec(LayerSpec):
@@ -170,7 +171,8 @@ class EncoderLayerSpec(LayerSpec):
             make = {"full": lambda: random_mask(gen, B, T, T), "keys": lambda: padding(gen, B, T)}
             mask = make[mask_kind]() if mask_kind else None
             dims = {"B": B, "H": H, "T": T, "d": d, "D": D, "d_ff": d_ff}
-            label = self.label(dims, norm_first) + (f", mask {tuple(mask.shape)}" if mask is not None else ", no mask")
+            label = self.label(dims, norm_first) + (t("evidence.cache.specs_layers.mask", shape=tuple(mask.shape))
+                                                     if mask is not None else t("evidence.cache.specs_layers.no_mask"))
             return Case(label, {"x": x, "mask": mask}, dims | {"Tq": T, "Tk": T},
                         config={"d_model": D, "num_heads": H, "d_ff": d_ff, "norm_first": norm_first},
                         params=layer_params(gen, self.attns, D, d_ff, self.norms))
@@ -224,8 +226,9 @@ class DecoderLayerSpec(LayerSpec):
             tgt, mem = (tgt() if tgt else None), (mem() if mem else None)
             dims = {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D, "d_ff": d_ff}
             label = self.label(dims, norm_first) + "".join(
-                f", {n} {tuple(m.shape)}" if m is not None else f", no {n}" for n, m in (("tgt_mask", tgt),
-                                                                                      ("memory_mask", mem)))
+                t("evidence.cache.specs_layers.named_mask", name=n, shape=tuple(m.shape)) if m is not None
+                else t("evidence.cache.specs_layers.no_named_mask", name=n)
+                for n, m in (("tgt_mask", tgt), ("memory_mask", mem)))
             return Case(label, {"x": x, "memory": memory, "tgt_mask": tgt, "memory_mask": mem}, dims,
                         config={"d_model": D, "num_heads": H, "d_ff": d_ff, "norm_first": norm_first},
                         params=layer_params(gen, self.attns, D, d_ff, self.norms))
@@ -262,7 +265,7 @@ class DecoderLayerSpec(LayerSpec):
         mask = c.inputs["memory_mask"].clone()
         mask[..., 1, :] = False
         c.inputs["memory_mask"] = mask
-        c.label += ", query 1 sees no key of memory"
+        c.label += t("evidence.cache.specs_layers.no_key_of_memory")
         return c
 
 

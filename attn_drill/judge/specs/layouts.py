@@ -8,16 +8,16 @@ import re
 
 from torch import nn
 
+from attn_drill.i18n import t
+
 ROLES = {"W_q": "q", "W_k": "k", "W_v": "v", "W_o": "o", "W_qkv": "qkv"}  # the contract's names, by role
 
-# (where the layout comes from, its name for each role it has)
+# (where the layout comes from: the key evidence.attention.specs_layouts.<key> says it, its name for each role it has)
 LAYOUTS = (
-    ("the Annotated Transformer's `self.linears = clones(nn.Linear(d_model, d_model), 4)`",
-     {"q": "linears[0]", "k": "linears[1]", "v": "linears[2]", "o": "linears[3]"}),
-    ("Hugging Face's layout (`q_proj`, `k_proj`, `v_proj`, `o_proj`)",
-     {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
-    ("Meta's LLaMA layout (`wq`, `wk`, `wv`, `wo`)", {"q": "wq", "k": "wk", "v": "wv", "o": "wo"}),
-    ("GPT-2's and nanoGPT's layout (`c_attn` for q, k and v together, `c_proj`)", {"qkv": "c_attn", "o": "c_proj"}),
+    ("annotated", {"q": "linears[0]", "k": "linears[1]", "v": "linears[2]", "o": "linears[3]"}),
+    ("hugging_face", {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj"}),
+    ("llama", {"q": "wq", "k": "wk", "v": "wv", "o": "wo"}),
+    ("gpt2", {"qkv": "c_attn", "o": "c_proj"}),
 )
 
 
@@ -43,7 +43,7 @@ def found(module: nn.Module, layers: tuple[str, ...]) -> tuple[str, list[tuple[s
     wanted = {ROLES[n]: n for n in layers if n in ROLES}
     for source, names in LAYOUTS:
         if wanted and set(wanted) <= set(names) and all(_is_linear(_layer(module, names[r])) for r in wanted):
-            return source, [(names[r], ours) for r, ours in wanted.items()]
+            return t(f"evidence.attention.specs_layouts.{source}"), [(names[r], ours) for r, ours in wanted.items()]
     return None
 
 
@@ -54,8 +54,10 @@ def rename(module: nn.Module, layers: tuple[str, ...], finding, owner: str = "se
     if layout is None:
         return finding
     source, pairs = layout
-    who = "your module" if owner == "self" else f"your {owner}"
-    finding.evidence = f"{who} follows {source}; the task names its layers {', '.join(ours for _, ours in pairs)}"
-    finding.fix = ("Rename the layers as the task does (the checker copies weights in by these names): "
-                   + ", ".join(f"{owner}.{theirs} -> {owner}.{ours}" for theirs, ours in pairs) + ".")
+    who = (t("evidence.attention.specs_layouts.your_module") if owner == "self" else
+           t("evidence.attention.specs_layouts.your_owner", owner=owner))
+    finding.evidence = t("evidence.attention.specs_layouts.follows", who=who, source=source,
+                         names=", ".join(ours for _, ours in pairs))
+    finding.fix = t("evidence.attention.specs_layouts.rename",
+                    renames=", ".join(f"{owner}.{theirs} -> {owner}.{ours}" for theirs, ours in pairs))
     return finding

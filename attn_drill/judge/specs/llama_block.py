@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.compare import closeness
 from attn_drill.judge.specs.base import Case, ModuleSpec, check_layer, check_signature, random_params
 from attn_drill.judge.specs.layers import LAYER_FORBIDDEN, residual_stream
@@ -19,7 +20,11 @@ from attn_drill.judge.variants.llama import LlamaKnobs, block
 
 LINEARS = ("W_q", "W_k", "W_v", "W_o", "ffn.w1", "ffn.w2", "ffn.w3")
 NORMS = ("attn_norm", "ffn_norm")
-LLAMA_FORBIDDEN = LAYER_FORBIDDEN | {"rms_norm": "a built-in RMS norm (torch.nn.RMSNorm, F.rms_norm)"}
+
+
+def llama_forbidden() -> dict:
+    """The layers' forbidden built-ins and a built-in RMS norm, worded in the language in use."""
+    return LAYER_FORBIDDEN | {"rms_norm": t("evidence.modern.specs_llama_block.rms_norm_builtin")}
 
 
 class LlamaBlockSpec(ModuleSpec):
@@ -29,7 +34,6 @@ class LlamaBlockSpec(ModuleSpec):
     outputs = ("out",)
     axes = {"out": ("batch", "query", "feature")}
     maps = "values"  # attn-drill show: W_v's output one-hot, W_o's input read (judge/show.py)
-    forbidden = LLAMA_FORBIDDEN
     layers = LINEARS + NORMS
     grad_names = ("x",)
     positional = ("d_model", "num_heads", "num_kv_heads", "d_ff")  # for the signature check (base.SAMPLE)
@@ -39,13 +43,17 @@ class LlamaBlockSpec(ModuleSpec):
     step_names = {"inv_freq": "frequencies", "theta": "angles", "cos, sin": "angles", "x1, x2": "pairs",
                   "xf": "norm", "normed": "norm"}
 
+    @property
+    def forbidden(self) -> dict:
+        return llama_forbidden()
+
     def resolve(self, module):
         cls, bad = super().resolve(module)
         if bad is None:  # eps by its name, forward without positions, and the two helpers the checker may call
             bad = check_signature(cls, self.name, (16, 4, 2, 24), {"rope_base": 500.0, "eps": 0.1}, self.signature) \
                 or check_signature(cls.forward, f"{self.name}.forward", (None, 1), {}, self.forward[2]) \
-                or next((findings.make("missing-name", f"no top-level class `{name}` in your file", score=1.0,
-                                       name=name)
+                or next((findings.make("missing-name", t("evidence.modern.specs_llama_block.no_class", name=name),
+                                       score=1.0, name=name)
                          for name in ("RMSNorm", "SwiGLU") if not isinstance(getattr(module, name, None), type)), None)
         return (None, bad) if bad else (cls, None)
 
@@ -60,13 +68,15 @@ class LlamaBlockSpec(ModuleSpec):
             else:
                 pos = None
             if positions == "uneven":
-                said = f"positions {pos.tolist()}"
+                said = t("evidence.modern.specs_llama_block.positions", positions=pos.tolist())
             elif positions == "rows":
-                said = f"positions (B, T), rows {pos[0].tolist()} and {pos[1].tolist()}"
+                said = t("evidence.modern.specs_llama_block.positions_rows", first=pos[0].tolist(),
+                         second=pos[1].tolist())
             else:
-                said = "positions None"
+                said = t("evidence.modern.specs_llama_block.positions_none")
             dims = {"B": B, "H": H, "Hkv": Hkv, "T": T, "d": d, "D": D, "d_ff": d_ff}
-            label = f"B={B} H={H} Hkv={Hkv} T={T} d={d} (D={D}) d_ff={d_ff}, eps={eps:g}, rope_base={base:g}, {said}"
+            label = t("evidence.modern.specs_llama_block.case", B=B, H=H, Hkv=Hkv, T=T, d=d, D=D, d_ff=d_ff, eps=eps,
+                      base=base, said=said)
             return Case(label, {"x": residual_stream(gen, B, T, D), "positions": pos}, dims | {"Tq": T, "Tk": T},
                         config=config, params=block_params(gen, config))
 
@@ -85,11 +95,11 @@ class LlamaBlockSpec(ModuleSpec):
                 "ffn.w1": (F, D), "ffn.w3": (F, D), "ffn.w2": (D, F)}
 
     def layer_text(self, name):
+        if name in ("ffn.w1", "ffn.w3", "ffn.w2"):
+            linear = "nn.Linear(hidden, dim, bias=False)" if name == "ffn.w2" else "nn.Linear(dim, hidden, bias=False)"
+            return t("evidence.modern.specs_llama_block.ffn_layer", weight=name.split(".")[1], linear=linear)
         return {"W_k": "nn.Linear(d_model, num_kv_heads * d, bias=False)",
                 "W_v": "nn.Linear(d_model, num_kv_heads * d, bias=False)",
-                "ffn.w1": "ffn = SwiGLU(d_model, d_ff), its w1 an nn.Linear(dim, hidden, bias=False)",
-                "ffn.w3": "ffn = SwiGLU(d_model, d_ff), its w3 an nn.Linear(dim, hidden, bias=False)",
-                "ffn.w2": "ffn = SwiGLU(d_model, d_ff), its w2 an nn.Linear(hidden, dim, bias=False)",
                 "attn_norm": "RMSNorm(d_model, eps)", "ffn_norm": "RMSNorm(d_model, eps)"}.get(
             name, "nn.Linear(d_model, d_model, bias=False)")
 
@@ -135,7 +145,7 @@ class LlamaBlockSpec(ModuleSpec):
         return closeness(x, y)
 
     def expected_return(self):
-        return "a tensor (B, T, D)"
+        return t("evidence.modern.specs_llama_block.expected_return")
 
     def expected_shapes(self, case):
         B, T, D = (case.dims[n] for n in ("B", "T", "D"))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch.overrides import TorchFunctionMode
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 
 NAMES = ("causal_mask", "padding_mask", "attention_mask")
@@ -81,7 +82,8 @@ class MasksSpec(Spec):
         fns = {}
         for name in NAMES:
             expected, calls = SIGNATURES[name]
-            fns[name], bad = resolve_function(module, name, expected, calls, f" (the task asks for {', '.join(NAMES)})")
+            fns[name], bad = resolve_function(module, name, expected, calls,
+                                              t("evidence.attention.specs_masks.task_asks", names=", ".join(NAMES)))
             if bad:
                 return None, bad
         return fns, None
@@ -130,7 +132,7 @@ class MasksSpec(Spec):
         return None
 
     def expected_return(self):
-        return "a torch.bool tensor (True = may attend), not a float or integer one"
+        return t("evidence.attention.specs_masks.bool_mask")
 
     def expected_shapes(self, case):
         c = case.config
@@ -153,7 +155,7 @@ def call_label(fn: str, c: dict, lengths) -> str:
     if fn == "causal_mask":
         args = [str(c["tq"])] + ([str(c["tk"])] if c.get("tk") is not None else [])
         return f"causal_mask({', '.join(args)}{', device=...' if c.get('device') else ''})" + (
-            "" if c.get("tk") is not None else ", tk left at its default")
+            "" if c.get("tk") is not None else t("evidence.attention.specs_masks.tk_default"))
     extra = ", causal=True" if c.get("causal") else ""
     return f"{fn}(lengths={lengths.tolist()}, t={c['t']}{extra})"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
 
@@ -33,8 +34,8 @@ class MHASpec(ModuleSpec):
                     "keys": lambda: random_mask(gen, B, 1, Tk)}[mask_kind]
             mask = mask() if mask else None
             label = (f"B={B} H={H} Tq={Tq} Tk={Tk} d={d} (D={D}{'' if bias else ', bias=False'}), "
-                     + (f"mask {tuple(mask.shape)}" if mask is not None else "no mask")
-                     + (", self-attention" if self_attn else ""))
+                     + (f"mask {tuple(mask.shape)}" if mask is not None else t("evidence.attention.specs_base.no_mask"))
+                     + (t("evidence.attention.specs_base.self_attention") if self_attn else ""))
             return Case(label, {"query": query, "key": key, "value": value, "mask": mask},
                         {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "D": D},
                         config={"d_model": D, "num_heads": H, "bias": bias},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs.base import Case, random_params, roomy_mask
 from attn_drill.judge.specs.mha import MHASpec
@@ -37,8 +38,8 @@ class MHADimsSpec(MHASpec):
             mask = {None: None, "full": (B, Tq, Tk), "keys": (B, 1, Tk)}[mask_kind]
             mask = None if mask is None else roomy_mask(gen, *mask)
             label = (f"B={B} H={H} Tq={Tq} Tk={Tk} dim={dim} dk={dk} dv={dv}{'' if bias else ', bias=False'}, "
-                     + (f"mask {tuple(mask.shape)}" if mask is not None else "no mask")
-                     + (", self-attention" if self_attn else ""))
+                     + (f"mask {tuple(mask.shape)}" if mask is not None else t("evidence.attention.specs_base.no_mask"))
+                     + (t("evidence.attention.specs_base.self_attention") if self_attn else ""))
             config = {"dim": dim, "num_heads": H, "dk": dk, "dv": dv, "bias": bias}
             dims = {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "dim": dim, "dk": dk, "dv": dv, "d": dk, "D": dim}
             return Case(label, {"query": query, "key": key, "value": value, "mask": mask}, dims, config=config,
@@ -59,7 +60,8 @@ class MHADimsSpec(MHASpec):
 
     def scale_names(self, case):
         H, dk, dv, dim = (case.dims[n] for n in ("H", "dk", "dv", "dim"))
-        return {"1 (no scale)": 1.0, f"1/{dk} = 1/dk": 1.0 / dk, f"sqrt({dk}) = sqrt(dk), multiplied": dk ** 0.5,
+        return {t("evidence.attention.specs_base.no_scale"): 1.0, f"1/{dk} = 1/dk": 1.0 / dk,
+                t("evidence.attention.specs_mha_dims.multiplied", dk=dk): dk ** 0.5,
                 f"1/sqrt({dv}) = 1/sqrt(dv)": dv ** -0.5, f"1/sqrt({dim}) = 1/sqrt(dim)": dim ** -0.5,
                 f"1/sqrt({H * dk}) = 1/sqrt(num_heads * dk)": (H * dk) ** -0.5,
                 f"1/sqrt({dim // H}) = 1/sqrt(dim // num_heads)": (dim // H) ** -0.5}

@@ -16,9 +16,10 @@ import weakref
 import torch
 
 from attn_drill import findings
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, ModuleSpec, check_layer, check_signature, random_params
 from attn_drill.judge.specs.kv_cache import join, well_formed  # the same (out, (a, b)) form
-from attn_drill.judge.specs.llama_block import LLAMA_FORBIDDEN
+from attn_drill.judge.specs.llama_block import llama_forbidden
 from attn_drill.judge.variants import mla as variants_mla
 from attn_drill.judge.variants.mla import LONE_EPS, MLAKnobs
 
@@ -43,7 +44,6 @@ class MLASpec(ModuleSpec):
     axes = {"out": ("batch", "token", "feature"), "c_kv": ("batch", "position", "feature"),
             "k_pe": ("batch", "position", "feature"), "norm": ("batch", "token", "feature")}
     maps = "values"  # attn-drill show: W_kv_b's value rows chosen so each token's value is one-hot (judge/show.py)
-    forbidden = LLAMA_FORBIDDEN
     layers = LINEARS + ("kv_norm",)
     grad_names = ("x",)
     positional = SHAPE_KEYS
@@ -54,13 +54,17 @@ class MLASpec(ModuleSpec):
     step_names = {"inv_freq": "frequencies", "theta": "angles", "cos, sin": "angles", "x1, x2": "pairs",
                   "xf": "norm", "normed": "norm", "positions": "positions", "visible": "causal mask"}
 
+    @property
+    def forbidden(self) -> dict:
+        return llama_forbidden()
+
     def resolve(self, module):
         cls, bad = super().resolve(module)
         if bad is None:
             norm = getattr(module, "RMSNorm", None)
             if not isinstance(norm, type):
-                bad = findings.make("missing-name", "no top-level class `RMSNorm` in your file (the checker calls it "
-                                    "on its own too)", score=1.0, name="RMSNorm")
+                bad = findings.make("missing-name", t("evidence.modern.specs_mla.no_rmsnorm"), score=1.0,
+                                    name="RMSNorm")
             else:
                 bad = check_signature(norm, "RMSNorm", (8,), {"eps": 0.1}, "__init__(self, dim, eps=1e-6)")
         return (None, bad) if bad else (cls, None)
@@ -78,19 +82,17 @@ class MLASpec(ModuleSpec):
             if past:  # a cache the reference made: the user's module must continue from it
                 x_past = torch.randn(B, past, D, generator=gen, dtype=torch.float64)
                 _, inputs["c_past"], inputs["pe_past"] = variants_mla.run(params, x_past, config, (past,))
-            label = (f"B={B} H={H} kv_rank={r} d_nope={dn} d_rope={dr} d_v={dv} (D={D}, rope_base={base:g}): "
-                     f"{what}")
+            label = t("evidence.modern.specs_mla.case", B=B, H=H, r=r, dn=dn, dr=dr, dv=dv, D=D, base=base,
+                      what=t(f"evidence.modern.specs_mla.{what}"))
             return Case(label, inputs, dims, config=config, params=params)
 
         return [
             # the first case also runs for gradients, dtypes and devices: short, but with a cache
-            case(2, 4, 12, 6, 4, 8, 16, (4, 1, 1), 10000.0, "a prefill of 4 tokens, then 2 calls of 1 token"),
-            case(2, 3, 10, 8, 6, 4, 24, (3, 5, 2), 100.0, "3 calls in uneven chunks of 3, 5, 2 tokens"),
-            case(3, 2, 14, 4, 8, 6, 12, (7,), 10000.0, "the whole sequence of 7 tokens in one call"),
-            case(2, 4, 9, 6, 4, 5, 20, (3, 1), 500.0, "a cache of 5 tokens given (the reference's), then calls of "
-                 "3 and 1 tokens", past=5),
-            case(2, 2, 11, 4, 6, 8, 16, (1, 1, 1, 2), 10000.0, "3 calls of 1 token from an empty cache, then one "
-                 "of 2"),
+            case(2, 4, 12, 6, 4, 8, 16, (4, 1, 1), 10000.0, "prefill"),  # a prefill of 4 tokens, then 2 of 1
+            case(2, 3, 10, 8, 6, 4, 24, (3, 5, 2), 100.0, "uneven"),  # 3 calls in uneven chunks
+            case(3, 2, 14, 4, 8, 6, 12, (7,), 10000.0, "whole"),  # the whole sequence in one call
+            case(2, 4, 9, 6, 4, 5, 20, (3, 1), 500.0, "given", past=5),  # from the reference's cache of 5 tokens
+            case(2, 2, 11, 4, 6, 8, 16, (1, 1, 1, 2), 10000.0, "ones"),  # 3 calls of 1 token, then one of 2
         ]
 
     def layer_shapes(self, config):
@@ -154,7 +156,7 @@ class MLASpec(ModuleSpec):
         return join([r[0] for r in result]), c_kv, k_pe, result.norm
 
     def expected_return(self):
-        return "a pair (out, (c_kv_all, k_pe_all)): out a tensor, then the cache as a pair of tensors"
+        return t("evidence.modern.specs_mla.expected_return")
 
     def expected_shapes(self, case):
         B, T, r, dr, D = (case.dims[n] for n in ("B", "T", "r", "d_rope", "D"))
@@ -173,7 +175,7 @@ class MLASpec(ModuleSpec):
         steps again and again, and a step of one call would stand for another's; a mistake that shows only with a
         cache then has no departure (and no line from one), rather than a wrong one."""
         dims = case.dims | {"steps": (case.dims["T"],), "T_past": 0, "Tk": case.dims["T"]}
-        inputs = {n: t for n, t in case.inputs.items() if n not in ("c_past", "pe_past")}
+        inputs = {n: x for n, x in case.inputs.items() if n not in ("c_past", "pe_past")}
         return Case(case.label, inputs, dims, case.config, case.params)
 
     def hides(self, case):
@@ -190,7 +192,7 @@ class MLASpec(ModuleSpec):
 
     def scale_names(self, case):
         dn, dr, dv, r, D = (case.dims[n] for n in ("d_nope", "d_rope", "d_v", "r", "D"))
-        names = {"1 (no scale)": 1.0}
+        names = {t("evidence.modern.specs_mla.no_scale"): 1.0}
         for what, n in ((f"1/sqrt({dn}) = 1/sqrt(d_nope)", dn), (f"1/sqrt({dr}) = 1/sqrt(d_rope)", dr),
                         (f"1/sqrt({dv}) = 1/sqrt(d_v)", dv), (f"1/sqrt({r}) = 1/sqrt(kv_rank)", r),
                         (f"1/sqrt({D}) = 1/sqrt(d_model)", D), (f"1/{dn + dr} = 1/(d_nope + d_rope)", (dn + dr) ** 2)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, ModuleSpec, random_mask, random_params
 
 
@@ -15,7 +16,7 @@ def random_case(gen, dims: dict, config: dict, shapes: dict, mask_kind: str | No
     x = torch.randn(B, T, D, generator=gen, dtype=torch.float64)
     mask = {None: None, "full": (B, T, T), "keys": (B, 1, T)}[mask_kind]
     mask = None if mask is None else make_mask(gen, *mask)
-    label += (f", mask {tuple(mask.shape)}" if mask is not None else ", no mask")
+    label += (f", mask {tuple(mask.shape)}" if mask is not None else ", " + t("evidence.attention.specs_base.no_mask"))
     dims = dims | {"Tq": T, "Tk": T}
     return Case(label, {"x": x, "mask": mask}, dims, config=config,
                 params=random_params(gen, shapes, config["bias"]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 from attn_drill.judge.variants.attention import Knobs
 from attn_drill.judge.variants.paged import PagedKnobs, paged_attention
@@ -58,7 +59,7 @@ class PagedAttentionSpec(Spec):
         return target(x["q"], x["k_cache"], x["v_cache"], x["block_table"], x["lengths"]), None, x
 
     def reference(self, case, dtype=torch.float64, device="cpu", grad=False):
-        x = {n: (t.double() if t.is_floating_point() else t) for n, t in case.cast(dtype).items()}
+        x = {n: (v.double() if v.is_floating_point() else v) for n, v in case.cast(dtype).items()}
         if grad:
             for n in ("q", "k_cache", "v_cache"):
                 x[n].requires_grad_(True)
@@ -113,8 +114,8 @@ def paged_case(gen, H: int, Hkv: int, d: int, bs: int, lengths: list[int], spare
         table[b] = torch.cat([mine, rest])
     q = torch.randn(B, H, d, generator=gen, dtype=torch.float64)
     lens = torch.tensor(lengths, dtype=torch.int64)
-    label = (f"B={B} H={H} Hkv={Hkv} d={d} block_size={bs}, lengths {lengths}, a pool of {num_blocks} blocks "
-             "shuffled")
+    label = t("evidence.modern.specs_paged_attention.case", B=B, H=H, Hkv=Hkv, d=d, bs=bs, lengths=lengths,
+              blocks=num_blocks)
     dims = {"B": B, "H": H, "Hkv": Hkv, "d": d, "block_size": bs, "num_blocks": num_blocks,
             "max_blocks": max_blocks, "Tq": 1, "Tk": max_blocks * bs}
     return Case(label, {"q": q, "k_cache": k_cache, "v_cache": v_cache, "block_table": table,

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from attn_drill import findings, i18n
+from attn_drill.i18n import t
 from attn_drill.judge.variants import relpos as variants_relpos
 from attn_drill.judge.specs.base import roomy_mask
 from attn_drill.judge.specs.modules import SelfAttentionSpec, random_case
@@ -62,12 +63,14 @@ class RelPosSpec(SelfAttentionSpec):
         table = getattr(module, "rel_k", None)
         weight = getattr(table, "weight", None)
         if not isinstance(table, nn.Module) or not isinstance(weight, torch.Tensor):
-            return findings.make("missing-name", "`self.rel_k` is not a layer with a weight (the checker copies "
-                                 "the reference's relative keys in by this name)", score=1.0, name="self.rel_k",
-                                 where=i18n.t("finding.in_init", layer="nn.Embedding(2 * max_distance + 1, d_model // num_heads)"))
+            return findings.make("missing-name", t("evidence.attention.specs_relative_position.not_a_layer"),
+                                 score=1.0, name="self.rel_k",
+                                 where=i18n.t("finding.in_init",
+                                              layer="nn.Embedding(2 * max_distance + 1, d_model // num_heads)"))
         if tuple(weight.shape) != (2 * m + 1, d):
-            return findings.make("wrong-signature", f"self.rel_k.weight is {tuple(weight.shape)} for "
-                                 f"{self.constructor(case)}; expected nn.Embedding({2 * m + 1}, {d})", score=1.0,
+            return findings.make("wrong-signature", t("evidence.attention.specs_relative_position.table_is",
+                                                      shape=tuple(weight.shape), constructor=self.constructor(case),
+                                                      rows=2 * m + 1, d=d), score=1.0,
                                  name="self.rel_k", expected="nn.Embedding(2 * max_distance + 1, d_model // num_heads)")
         return None
 

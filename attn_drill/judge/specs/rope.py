@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 
@@ -43,9 +44,10 @@ class RopeSpec(Spec):
             x = torch.randn(B, H, T, d, generator=gen, dtype=torch.float64)
             if zero is not None:
                 x[zero] = 0.0  # a zero vector (a padded token's): it must stay zero
-            said = "default base" if base is None else f"base={base:g}"
-            label = (f"x {tuple(x.shape)}, positions {tuple(positions.shape)} = {positions.tolist()}, {said}"
-                     + (f", x{list(zero)} = 0" if zero is not None else ""))
+            said = t("evidence.cache.specs_rope.default_base") if base is None else f"base={base:g}"
+            label = (t("evidence.cache.specs_rope.label", x=tuple(x.shape), shape=tuple(positions.shape),
+                       positions=positions.tolist(), said=said)
+                     + (t("evidence.cache.specs_rope.zero", index=list(zero)) if zero is not None else ""))
             return Case(label, {"x": x, "positions": positions},
                         {"B": B, "H": H, "T": T, "d": d, "base": DEFAULT_BASE if base is None else base},
                         config={} if base is None else {"base": base})
@@ -81,7 +83,7 @@ class RopeSpec(Spec):
         return {"out": tuple(case.inputs["x"].shape)}
 
     def expected_return(self) -> str:
-        return "a tensor shaped like x"
+        return t("evidence.cache.specs_rope.expected_return")
 
 
     def grad_inputs(self, x, module):

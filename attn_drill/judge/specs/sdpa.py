@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import attention as variants
 from attn_drill.judge.specs.base import Case, Spec, random_mask, reference_module, resolve_function
 
@@ -30,7 +31,7 @@ class SDPASpec(Spec):
             mask = None if mask_shape is None else random_mask(gen, *mask_shape)
             dims = dict(zip(("B", "H"), lead)) | {"Tq": Tq, "Tk": Tk, "d": d, "dv": dv}
             label = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, " + (
-                f"mask {tuple(mask.shape)}" if mask is not None else "no mask")
+                f"mask {tuple(mask.shape)}" if mask is not None else t("evidence.attention.specs_base.no_mask"))
             return Case(label, {"q": q, "k": k, "v": v, "mask": mask}, dims)
 
         return [
@@ -75,7 +76,7 @@ class SDPASpec(Spec):
         names = super().scale_names(case)
         d, dv = case.dims["d"], case.dims["dv"]
         if dv != d:
-            names[f"1/sqrt({dv}) = 1/sqrt(dv), the value dim"] = dv ** -0.5
+            names[t("evidence.attention.specs_sdpa.value_dim", dv=dv)] = dv ** -0.5
         return names
 
     def grad_inputs(self, x, module):

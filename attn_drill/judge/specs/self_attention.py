@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants import modules as module_variants
 from attn_drill.judge.specs.base import roomy_mask
 from attn_drill.judge.specs.modules import SelfAttentionSpec, random_case
@@ -61,7 +62,8 @@ class SingleHeadSpec(SelfAttentionSpec):
 
     def scale_names(self, case):
         dk, dv, dim = (case.dims[n] for n in ("dk", "dv", "dim"))
-        return {"1 (no scale)": 1.0, f"1/{dk} = 1/dk": 1.0 / dk, f"sqrt({dk}) = sqrt(dk), multiplied": dk ** 0.5,
+        return {t("evidence.attention.specs_base.no_scale"): 1.0, f"1/{dk} = 1/dk": 1.0 / dk,
+                t("evidence.attention.specs_self_attention.multiplied", dk=dk): dk ** 0.5,
                 f"1/sqrt({dv}) = 1/sqrt(dv)": dv ** -0.5, f"1/sqrt({dim}) = 1/sqrt(dim)": dim ** -0.5,
                 f"1/{dv} = 1/dv": 1.0 / dv}
 

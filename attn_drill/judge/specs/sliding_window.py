@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 
 from attn_drill.judge.variants.window import WindowKnobs, visible, window_attention
@@ -33,8 +34,9 @@ class SlidingWindowSpec(Spec):
             q, k, v = (torch.randn(B, H, T, d, generator=gen, dtype=torch.float64) for T in (Tq, Tk, Tk))
             # sink logits the size of the scores (spread ~1 once scaled), so the sink takes a real share of a row
             s = 0.5 + torch.randn(H, generator=gen, dtype=torch.float64) if sinks else None
-            label = (f"B={B} H={H} Tq={Tq} Tk={Tk} d={d}, window={window}, "
-                     + (f"sinks {[round(float(x), 2) for x in s]}" if sinks else "no sinks"))
+            label = t("evidence.cache.specs_sliding_window.label", B=B, H=H, Tq=Tq, Tk=Tk, d=d, window=window,
+                      sinks=t("evidence.cache.specs_sliding_window.sinks", values=[round(float(x), 2) for x in s])
+                      if sinks else t("evidence.cache.specs_sliding_window.no_sinks"))
             dims = {"B": B, "H": H, "Tq": Tq, "Tk": Tk, "d": d, "window": window}
             return Case(label, {"q": q, "k": k, "v": v, "sinks": s}, dims)
 
@@ -50,7 +52,9 @@ class SlidingWindowSpec(Spec):
         """What `attn-drill show` draws: the band of a window shorter than Tk, and a sink that takes a share."""
         q, k, v = (torch.randn(1, 3, T, 8, generator=gen, dtype=torch.float64) for T in (6, 8, 8))
         sinks = torch.tensor([1.5, -1.0, 0.3], dtype=torch.float64)
-        return Case("B=1 H=3 Tq=6 Tk=8 d=8, window=3, sinks [1.5, -1.0, 0.3]", {"q": q, "k": k, "v": v, "sinks": sinks},
+        label = t("evidence.cache.specs_sliding_window.label", B=1, H=3, Tq=6, Tk=8, d=8, window=3,
+                  sinks=t("evidence.cache.specs_sliding_window.sinks", values=[1.5, -1.0, 0.3]))
+        return Case(label, {"q": q, "k": k, "v": v, "sinks": sinks},
                     {"B": 1, "H": 3, "Tq": 6, "Tk": 8, "d": 8, "window": 3})
 
     def empty_row_case(self, gen):

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.specs.base import Case, Spec, reference_module, resolve_function
 from attn_drill.judge.trace import FORBIDDEN
 
-# every ready-made softmax: torch's function mode sees them as softmax, _softmax, log_softmax, special_softmax,
-# _safe_softmax, gumbel_softmax (F.*, Tensor.*, nn.Softmax through F.softmax, torch.ops.aten._softmax)
-SOFTMAXES = {"softmax": "a ready-made softmax (torch.softmax, F.softmax, Tensor.softmax, nn.Softmax, "
-                        "torch.special.softmax or the log_softmax family)"}
+
+def softmaxes() -> dict[str, str]:
+    """Every ready-made softmax, by the name torch's function mode sees (softmax, _softmax, log_softmax,
+    special_softmax, _safe_softmax, gumbel_softmax: F.*, Tensor.*, nn.Softmax through F.softmax,
+    torch.ops.aten._softmax), and how the forbidden-builtin finding says it (in the language of the check)."""
+    return {"softmax": t("evidence.attention.specs_softmax.ready_made")}
+
 
 LARGE = 1e4  # the magnitude of the case that tells a stable softmax from a plain exp()
 
@@ -32,7 +36,10 @@ class SoftmaxSpec(Spec):
     name = "softmax"
     outputs = ("out",)
     axes = {"out": PositionalAxes(("dim",) * 8)}
-    forbidden = FORBIDDEN | SOFTMAXES
+
+    @property
+    def forbidden(self) -> dict:
+        return FORBIDDEN | softmaxes()
 
     def resolve(self, module):
         calls = [((1,), {}), ((1,), {"dim": 0})]  # dim has a default, and is called by name
@@ -43,8 +50,9 @@ class SoftmaxSpec(Spec):
             return std * torch.randn(*shape, generator=gen, dtype=torch.float64)
 
         def case(x, dim, note=""):
-            said = "dim left at its default" if dim is None else f"dim={dim}"
-            return Case(f"x {tuple(x.shape)}, {said}{note}", {"x": x}, {"dim": dim, "shape": tuple(x.shape)})
+            said = t("evidence.attention.specs_softmax.default_dim") if dim is None else f"dim={dim}"
+            return Case(t("evidence.attention.specs_softmax.label", shape=tuple(x.shape), dim=said, note=note),
+                        {"x": x}, {"dim": dim, "shape": tuple(x.shape)})
 
         return [
             case(randn(3, 5, 7), -1),
@@ -52,8 +60,8 @@ class SoftmaxSpec(Spec):
             case(randn(2, 5, 4), 1),  # the middle axis of a 3-d tensor
             case(randn(2, 3, 4, 5), 2),  # a positive dim that is not the last
             case(randn(4, 9), None),  # the default must be the last axis
-            case(large_rows(gen), 1, ", entries as large as ±1e4"),
-            case(with_neg_inf(gen, randn(2, 6, 5), dim=-2), -2, ", some entries -inf"),
+            case(large_rows(gen), 1, t("evidence.attention.specs_softmax.large")),
+            case(with_neg_inf(gen, randn(2, 6, 5), dim=-2), -2, t("evidence.attention.specs_softmax.neg_inf")),
         ]
 
     def call(self, target, case, dtype=torch.float64, device="cpu", grad=False):

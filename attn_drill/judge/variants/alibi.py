@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.variants.attention import RIGHT, Knobs, scale_of
 
 
@@ -20,19 +21,23 @@ def _geometric(n: int, offset: int = 1) -> list[float]:
     return [start ** (h + offset) for h in range(n)]
 
 
-# how -> (the formula in words, slopes for n heads)
+# how -> slopes for n heads ("ok": the paper's); said(how) words the formula
 SLOPES = {
-    "ok": ("the paper's", None),
-    "pow2": ("2 ** (-8 (h + 1) / n) for every n: the power-of-2 formula where n is not one",
-             lambda n: _geometric(n)),
-    "offset": ("2 ** (-8 h / n): the exponent starts at 0, so the first slope is 1", lambda n: _geometric(n, 0)),
-    "base2": ("2 ** -(h + 1): the 8 / n left out", lambda n: [2 ** -(h + 1) for h in range(n)]),
-    "linear": ("(h + 1) / n: a linear sequence, not a geometric one", lambda n: [(h + 1) / n for h in range(n)]),
-    "inverse": ("1 / (h + 1): a harmonic sequence, not a geometric one", lambda n: [1 / (h + 1) for h in range(n)]),
-    "reversed": ("the paper's slopes in reverse head order", lambda n: paper(n)[::-1]),
-    "odd": ("the extra heads' slopes taken at odd indices of the 2p-head sequence", lambda n: _split(n, 1)),
-    "truncated": ("the first n slopes of the next power of 2's sequence", lambda n: _geometric(_up(n))[:n]),
+    "ok": None,
+    "pow2": lambda n: _geometric(n),
+    "offset": lambda n: _geometric(n, 0),
+    "base2": lambda n: [2 ** -(h + 1) for h in range(n)],
+    "linear": lambda n: [(h + 1) / n for h in range(n)],
+    "inverse": lambda n: [1 / (h + 1) for h in range(n)],
+    "reversed": lambda n: paper(n)[::-1],
+    "odd": lambda n: _split(n, 1),
+    "truncated": lambda n: _geometric(_up(n))[:n],
 }
+
+
+def said(how: str) -> str:
+    """SLOPES' formula `how` (not "ok") in words, in the language in use."""
+    return t(f"evidence.modern.variants_alibi.{how}")
 
 
 def _up(n: int) -> int:
@@ -50,7 +55,7 @@ def paper(n: int) -> list[float]:
 
 def slopes(n: int, how: str = "ok") -> torch.Tensor:
     """float32 (n,) slopes by one of SLOPES' formulas."""
-    values = paper(n) if how == "ok" else SLOPES[how][1](n)
+    values = paper(n) if how == "ok" else SLOPES[how](n)
     return torch.tensor(values, dtype=torch.float32)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from attn_drill.i18n import t
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.variants.modules import gqa_project
 from attn_drill.judge.variants.attention import Knobs, linear, merge_heads, project_per_head, repeat_kv, split_heads
@@ -56,6 +57,15 @@ SCALES = {
     "1/D": ("1/d_model", lambda m: 1.0 / m["D"]),
     "1/sqrt(Dkv)": ("1/sqrt(num_kv_heads * d)", lambda m: (m["Hkv"] * m["d"]) ** -0.5),
 }
+
+
+def scale_said(rule: str) -> str:
+    """SCALES' way of saying `rule`, in the language in use."""
+    if rule == "1":
+        return t("evidence.cache.variants_cache.no_scale")
+    if rule == "sqrt(d)":
+        return t("evidence.cache.variants_cache.multiplied")
+    return SCALES[rule][0]  # a formula: the same in every language
 
 
 def scale_of(knobs: CacheKnobs, dims: dict) -> float:

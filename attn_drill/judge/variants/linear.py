@@ -12,15 +12,22 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-# how -> (the map in words, phi)
+from attn_drill.i18n import t
+
+# how -> phi; said(how) words the map
 FEATURES = {
-    "ok": ("elu(x) + 1", lambda x: F.elu(x) + 1),
-    "none": ("no feature map: phi(x) = x", lambda x: x),
-    "relu": ("relu(x)", F.relu),
-    "elu": ("elu(x), without the + 1", F.elu),
-    "softmax": ("a softmax over the features", lambda x: torch.softmax(x, dim=-1)),
-    "exp": ("exp(x)", torch.exp),
+    "ok": lambda x: F.elu(x) + 1,
+    "none": lambda x: x,
+    "relu": F.relu,
+    "elu": F.elu,
+    "softmax": lambda x: torch.softmax(x, dim=-1),
+    "exp": torch.exp,
 }
+
+
+def said(how: str) -> str:
+    """FEATURES' map `how` in words, in the language in use."""
+    return t(f"evidence.modern.variants_linear.{how}")
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ RIGHT_LINEAR = LinearKnobs()
 
 
 def linear_attention(q, k, v, causal: bool, eps: float, knobs: LinearKnobs = RIGHT_LINEAR):
-    phi = FEATURES[knobs.feature][1]
+    phi = FEATURES[knobs.feature]
     fq, fk = phi(q), phi(k)  # (B, H, T, d)
     T = q.size(-2)
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
