@@ -139,7 +139,7 @@ class Check:
             return
         if (last.line or "").strip().startswith("raise NotImplementedError"):
             # NOT_STARTED stays as it is: Report.not_started recognises the detail by it
-            raise Stop(f"{NOT_STARTED} " + _say("still_raises", line=last.lineno))
+            raise Stop(NOT_STARTED + _say("still_raises", line=last.lineno))
 
     # --- stages ------------------------------------------------------------------------------
 

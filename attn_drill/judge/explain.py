@@ -39,7 +39,7 @@ from attn_drill.judge.trace import Tracer
 MAX_OPS = 4000  # per call: a per-element Python loop still leaves each line's last executions
 
 
-def _say(key: str, **params) -> str:
+def _say(key: str, /, **params) -> str:
     """This module's sentence `key` (i18n/<lang>/evidence/show.toml, [explain])."""
     return t(f"evidence.show.explain.{key}", **params)
 

@@ -23,7 +23,7 @@ from attn_drill.judge.specs.base import Case
 SHOWN = 5  # values of the mismatching row printed side by side (fits 80 columns)
 
 
-def _say(key: str, **params) -> str:
+def _say(key: str, /, **params) -> str:
     """This module's sentence `key` (i18n/<lang>/evidence/show.toml, [replay])."""
     return t(f"evidence.show.replay.{key}", **params)
 

@@ -87,7 +87,7 @@ def drawable() -> str:
     return ", ".join(i for i, s in SPECS.items() if how(s))
 
 
-def _say(key: str, **params) -> str:
+def _say(key: str, /, **params) -> str:
     """This module's sentence `key` (i18n/<lang>/evidence/show.toml, [show])."""
     return t(f"evidence.show.show.{key}", **params)
 

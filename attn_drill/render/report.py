@@ -22,7 +22,7 @@ from rich.text import Text
 from attn_drill import i18n
 from attn_drill.i18n import t
 from attn_drill.say import printable
-from attn_drill.report import FAIL, PASS, SKIP, WARN, Finding, Report
+from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:
     from attn_drill.catalogue import Exercise
@@ -95,6 +95,14 @@ def _mark(status: str) -> tuple[str, str, str]:
     return mark, (t(f"report.marks.{status}") if status in MARKS else word), style
 
 
+def detail(words: str) -> str:
+    """A stage's detail as shown: the not-started mark (report.NOT_STARTED, which Report.not_started reads, so it
+    stays English in the report) in the language in use."""
+    if words.startswith(NOT_STARTED):
+        return t("report.not_started_detail") + words[len(NOT_STARTED):]
+    return words
+
+
 def stage_name(name: str) -> str:
     """A stage's name as the report shows it (in Chinese under zh; --json keeps report.STAGES' names)."""
     try:
@@ -120,7 +128,7 @@ def _stages(rep: Report, width: int = 80) -> Table:
     label = max([cell_len(t(f"report.{k}")) for k in ("sandbox", "stages", "file", "seed")]
                 + [cell_len(stage_name(s.name)) for s in shown])  # the footer's labels share the column
     for s in shown:
-        grid.add_row(text(stage_name(s.name), one_line=True), text(phrases(s.detail, width - label - 2)))
+        grid.add_row(text(stage_name(s.name), one_line=True), text(phrases(detail(s.detail), width - label - 2)))
     return grid
 
 
@@ -133,7 +141,7 @@ def _stages_table(rep: Report, width: int = 80) -> Table:
     for s in rep.stages:
         mark, word, style = _mark(s.status)
         grid.add_row(text(f"{mark} {word}", style, one_line=True), text(stage_name(s.name), "bold", one_line=True),
-                     text(phrases(s.detail, width - 22), "dim" if s.status == SKIP else ""))
+                     text(phrases(detail(s.detail), width - 22), "dim" if s.status == SKIP else ""))
     return grid
 
 
@@ -192,8 +200,11 @@ def _wrap_cells(line: str, width: int, indent: str) -> str:
         if used and not u.isspace() and used + w > width:
             out.append(row.rstrip(" "))
             row, used = indent, cell_len(indent)
-        if u.isspace() and used == cell_len(indent) and out:
-            continue  # no spaces at the start of a continuation line
+        if used == cell_len(indent) and out:  # no spaces at the start of a continuation line
+            u = u.lstrip(" " + NBSP)
+            if not u:
+                continue
+            w = cell_len(u)
         row += u
         used += w
     out.append(row.rstrip(" "))
