@@ -134,5 +134,7 @@ def partial_report(exercise: str, path, seed: int, stages: list[Stage], failed_d
     todo = [name for name in STAGES if name not in done]
     if todo:
         report.stages.append(Stage(todo[0], FAIL, failed_detail))
-        report.stages += [Stage(name, SKIP, "skipped: an earlier stage failed") for name in todo[1:]]
+        from attn_drill.i18n import t
+
+        report.stages += [Stage(name, SKIP, t("evidence.core.engine.skipped")) for name in todo[1:]]
     return report

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Iterator
 
 from attn_drill import findings, limits
+from attn_drill.i18n import t
 from attn_drill.process import gpu, orphans, sandbox, warm
 from attn_drill.process.spawn import STARTUP_LIMIT, kill, spawn_worker, stop
 from attn_drill.process.worker import CHANNEL_LOST, signer  # the worker module imports no torch at its top
@@ -371,7 +372,7 @@ def _verdict(job: Job, seed: int, stages: list[Stage], log, faults, slug: str, d
     line from faulthandler's dump where there is one, and what the code printed."""
     report = partial_report(job.exercise, job.path, seed, stages, stage_detail or detail)
     line, text = _user_frame(faults, job.path) if faults is not None else (None, "")
-    at = f"\n    {said} your line {line}: {text}" if line else ""
+    at = "\n    " + t(f"evidence.process.runner.{said}", line=line, text=text) if line else ""
     report.findings.append(findings.make(slug, detail + at, line=line, score=1.0, **params))
     report.output = sandbox.read_excerpt(log.fileno())
     return report
@@ -379,52 +380,46 @@ def _verdict(job: Job, seed: int, stages: list[Stage], log, faults, slug: str, d
 
 def _timed_out(job: Job, seed: int, stages: list[Stage], timeout: float, log, faults) -> Report:
     stage = next((n for n in STAGES if n not in {s.name for s in stages}), "device")
-    what = "your code was" if job.task else f"the {stage} stage was"  # a task (explain, show) has no stages
+    what = t("evidence.process.runner.code_was") if job.task else \
+        t("evidence.process.runner.stage_was", stage=t(f"report.stage.{stage}"))  # a task has no stages
     return _verdict(job, seed, stages, log, faults, "timeout",
-                    f"{what} still running after {timeout:g} s", "it was at",
-                    stage_detail=f"did not finish within {timeout:g} s", seconds=f"{timeout:g}")
+                    t("evidence.process.runner.still_running", what=what, timeout=f"{timeout:g}"), "it_was_at",
+                    stage_detail=t("evidence.process.runner.did_not_finish", timeout=f"{timeout:g}"),
+                    seconds=f"{timeout:g}")
 
 
-# Why a process dies of a signal, in words
-SIGNAL_WORDS = {
-    "SIGSEGV": "a segmentation fault: native code (ctypes, a C extension) touched memory it does not own",
-    "SIGBUS": "a bus error: native code touched memory it does not own",
-    "SIGABRT": "aborted: os.abort(), or native code that gave up",
-    "SIGFPE": "an arithmetic fault in native code",
-    "SIGILL": "an illegal instruction in native code",
-    "SIGTERM": "terminated by a signal",
-}
+# The signals whose meaning is said in words (evidence.process.signals.<name>)
+SIGNAL_WORDS = ("SIGSEGV", "SIGBUS", "SIGABRT", "SIGFPE", "SIGILL", "SIGTERM")
 
 
 def how_it_ended(returncode: int | None, killed_by_us: bool = False, oom: bool = False) -> str:
     """What is known of a worker's end, in words: never a guess at a cause that was not seen."""
+    said = "evidence.process.runner."
     if killed_by_us:
-        return "stopped answering and was killed by the checker"
+        return t(said + "killed_by_us")
     if returncode is None:
-        return "stopped answering"
+        return t(said + "stopped_answering")
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
-            return f"was killed by signal {-returncode}"
+            return t(said + "killed_by_number", number=-returncode)
         if name == "SIGKILL":
-            return ("was killed by SIGKILL from the system's out-of-memory killer: the machine ran out of memory"
-                    if oom else "was killed by SIGKILL, sent by your code itself or by another program "
-                    "(not the checker; the system's out-of-memory killer did not act)")
-        why = SIGNAL_WORDS.get(name)
-        return f"was killed by {name}" + (f" ({why})" if why else "")
+            return t(said + ("oom" if oom else "sigkill"))
+        if name in SIGNAL_WORDS:
+            return t(said + "killed_by_why", name=name, why=t(f"evidence.process.signals.{name}"))
+        return t(said + "killed_by", name=name)
     if returncode == CHANNEL_LOST:
-        return "closed or took over the checker's report channel (a file descriptor it does not own)"
-    return (f"exited with status {returncode} in the middle of the check "
-            "(os._exit(), or something else that ends the whole process)")
+        return t(said + "channel_lost")
+    return t(said + "exited", status=returncode)
 
 
 def _crashed(job: Job, seed: int, stages: list[Stage], returncode: int | None, log, faults,
              garbled: bool = False, killed_by_us: bool = False, oom: bool = False) -> Report:
     how = how_it_ended(returncode, killed_by_us, oom)
     if garbled:
-        how = f"wrote something that is not the checker's into its report channel, and {how}"
-    return _verdict(job, seed, stages, log, faults, "crash", f"the process running your code {how}", "at")
+        how = t("evidence.process.runner.garbled", how=how)
+    return _verdict(job, seed, stages, log, faults, "crash", t("evidence.process.runner.crashed", how=how), "at")
 
 
 def _worker_failed(job: Job, seed: int, why: str, log) -> Report:

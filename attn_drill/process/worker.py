@@ -219,8 +219,11 @@ def escaped(job: dict, seed: int, stages: list, exc: BaseException):
     line, _ = load.user_line(exc, path)
     if line is None:
         return internal_error(job, seed, exc, stages)
-    report = partial_report(job["exercise"], path, seed, stages, f"your code raised {load.describe(exc)}")
-    report.findings.append(load.exception_finding(exc, path, "while the checker was looking at your code"))
+    from attn_drill.i18n import t
+
+    report = partial_report(job["exercise"], path, seed, stages, t("evidence.process.worker.raised",
+                                                                     error=load.describe(exc)))
+    report.findings.append(load.exception_finding(exc, path, t("evidence.process.worker.looking")))
     return report
 
 
