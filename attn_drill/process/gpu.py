@@ -20,6 +20,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+from attn_drill.i18n import t
 from attn_drill.report import FAIL, PASS, SKIP, WARN, Report
 
 HIDE = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}  # NVIDIA's and AMD's way of listing no device
@@ -83,19 +84,20 @@ def fold(report: Report, result) -> None:
     if isinstance(result, Report):  # the GPU worker died or hung running the user's code: that is on the GPU
         gpu = result
         for f in gpu.findings:
-            f.evidence = f"on the GPU: {f.evidence}"
+            f.evidence = t("evidence.process.gpu.on_gpu", what=f.evidence)
         failed = next((s for s in gpu.stages if s.status == FAIL), None)
-        status, detail = FAIL, f"on the GPU: {failed.detail if failed else 'the run failed'}"
+        status, detail = FAIL, t("evidence.process.gpu.on_gpu",
+                                 what=failed.detail if failed else t("evidence.process.gpu.failed"))
     elif isinstance(result, dict) and isinstance(result.get("report"), dict):
         gpu = Report.from_wire(result["report"])
         own = next((s for s in gpu.stages if s.name == "device"), None)
-        status, detail = (own.status, own.detail) if own else (FAIL, "the GPU run said nothing")
+        status, detail = (own.status, own.detail) if own else (FAIL, t("evidence.process.gpu.said_nothing"))
     else:
         why = result.get("unavailable") or result.get("error") if isinstance(result, dict) else None
-        stage.detail += f"; a GPU is present but the check could not use it ({why or 'no answer'}): not run there"
+        stage.detail += t("evidence.process.gpu.unusable", why=why or t("evidence.process.gpu.no_answer"))
         return
     if any(f.slug == "internal-error" for f in gpu.findings):
-        stage.detail += "; the run on the GPU failed on our side, not yours: not run there"
+        stage.detail += t("evidence.process.gpu.ours")
         return
     if status == PASS and stage.status == WARN and device() == "cuda":
         # the meta device's warning is a guess (a tensor made on the CPU and never moved); the GPU ran the code
