@@ -438,6 +438,7 @@ def main() -> None:
         i18n.reset()
         argv, flag = _take_lang(sys.argv[1:])
         i18n.use(i18n.choose(flag))
+        i18n.flagged = flag is not None
         sys.argv[1:] = argv
         if not _fast_path(argv):
             if i18n.zh():  # typer's help and click's own words in Chinese

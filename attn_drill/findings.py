@@ -105,11 +105,6 @@ def without_sublayer(title: str) -> str:
     return title
 
 
-class _Params(dict):
-    def __missing__(self, key: str) -> str:  # a missing parameter never breaks the wording
-        return "{" + key + "}"
-
-
 def in_exercise(finding: Finding, exercise: str) -> Finding:
     """The finding as its exercise says it: mistakes.toml's `[slug.exercise]` table replaces the title, why or fix
     where the general words would mislead there (a causal diagonal in a sliding window is the window's edge)."""
@@ -128,7 +123,7 @@ def make(slug: str, evidence: str = "", *, line: int | None = None, score: float
     `level` overrides the slug's usual level, for the rare warning that turns out to explain a failure."""
     default_level, title, why, fix = WORDING[slug]
     level = level or default_level
-    p = _Params({"where": i18n.t("finding.top_level")} | params)
+    p = i18n.Params({"where": i18n.t("finding.top_level")} | params)
     return Finding(
         slug=slug,
         level=level,

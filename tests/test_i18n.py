@@ -168,6 +168,7 @@ def test_config_lang_is_kept_and_auto_forgets_it():
     assert r.returncode == 0, r.stderr
     assert CJK.search(_cli("list", lang="en_US.UTF-8").stdout)
     assert "attn-drill config lang" in _cli("config", lang="en_US.UTF-8").stdout
+    assert "(from --lang)" in _cli("config", "--lang", "en", lang="en_US.UTF-8").stdout
     assert _cli("config", "lang", "auto", lang="en_US.UTF-8").returncode == 0
     assert not CJK.search(_cli("list", lang="en_US.UTF-8").stdout)
     assert _cli("config", "lang", "fr").returncode == 2

@@ -36,6 +36,8 @@ def cmd_config(key: Optional[str], value: Optional[str]) -> None:
 
 def _source() -> str:
     """Where the language in use comes from, in the order i18n.choose reads them."""
+    if i18n.flagged:
+        return t("config.source_flag")
     if i18n.parse(os.environ.get("ATTN_DRILL_LANG")):
         return t("config.source_env")
     if i18n.saved():

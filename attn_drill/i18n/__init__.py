@@ -32,6 +32,7 @@ CONFIG = "config.json"  # in paths.home(): {"lang": "zh"}
 _ZH = re.compile(r"zh(?:[-_](?:cn|sg|hans)(?:[-_].*)?)?", re.IGNORECASE)
 
 _chosen: str | None = None
+flagged = False  # the language in use came from --lang (config says where it comes from)
 
 
 def parse(value: str | None) -> str | None:
@@ -114,8 +115,8 @@ def zh() -> bool:
 
 def reset() -> None:
     """Forget the choice (tests change the environment between commands)."""
-    global _chosen
-    _chosen = None
+    global _chosen, flagged
+    _chosen, flagged = None, False
 
 
 # -- the words -------------------------------------------------------------------------------------
@@ -142,7 +143,7 @@ def names() -> list[str]:
     return ["ui"] + [f"{f}/{p.stem}" for f in sorted(folders()) for p in sorted((HERE / EN / f).glob("*.toml"))]
 
 
-class _Params(dict):
+class Params(dict):
     def __missing__(self, key: str) -> str:  # a missing parameter never breaks a sentence
         return "{" + key + "}"
 
@@ -156,7 +157,7 @@ def t(key: str, /, **params) -> str:
         text = _lookup(EN, section, name)
     if text is None:
         raise KeyError(key)
-    return text.format_map(_Params(params)) if params else text
+    return text.format_map(Params(params)) if params else text
 
 
 def _lookup(language: str, section: str, name: str):
@@ -169,11 +170,6 @@ def _lookup(language: str, section: str, name: str):
         node = node.get(part, {})
     value = node.get(name)
     return value if isinstance(value, (str, list)) else None
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """"1 error" / "3 errors" in English; "1 个错误" in Chinese (the zh catalogue's word has no plural)."""
-    return f"{n} {one if n == 1 or many is None else many}"
 
 
 # The terms a report glosses the first time it uses them (docs/glossary.zh.md's ★ rows): interviewers mix both

@@ -38,10 +38,6 @@ def text(value: object, style: str = "", *, one_line: bool = False) -> Text:
     return Text(printable(value, multiline=not one_line), style=style)
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 # -- a report --------------------------------------------------------------------------------------
 def report(console: Console, rep: Report, ex: "Exercise | None" = None, verbose: bool = False) -> None:
     """The named mistakes first (slug, title, your line, evidence, fix, why), then what your code printed,
