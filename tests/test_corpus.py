@@ -59,7 +59,10 @@ _IN_SAMPLE = set(SAMPLED)
 REST = [p for p in FILES if p not in _IN_SAMPLE]
 
 
-TIMEOUT = 5.0  # seconds per file: a correct check takes well under one; the timeout files wait this long
+# seconds per file. The timeout files wait out TIMEOUT in a batch of their own; every other file gets LIMIT, far
+# more than a check needs even on a loaded machine, so that load never turns a verdict into a timeout
+TIMEOUT = 5.0
+LIMIT = 120.0
 _reports: dict[tuple, dict] = {}
 
 
@@ -70,7 +73,10 @@ def reports_for(path: Path) -> dict:
     key = (path.parent.name, group)
     if key not in _reports:
         files = [p for p in (SAMPLED if group == "sampled" else REST) if p.parent.name == path.parent.name]
-        reports = run_checks([Job(p, path.parent.name) for p in files], seed=SEED, timeout=TIMEOUT)
+        waits = [p for p in files if p.name.startswith("timeout__")]
+        rest = [p for p in files if p not in waits]
+        reports = [r for batch, limit in ((waits, TIMEOUT), (rest, LIMIT)) if batch
+                   for r in run_checks([Job(p, path.parent.name) for p in batch], seed=SEED, timeout=limit)]
         _reports[key] = {Path(r.file).resolve(): r for r in reports}
     return _reports[key]
 
@@ -98,6 +104,8 @@ def expect_named_first(path: Path) -> None:
     if slug is None:
         assert report.passed, f"a correct file failed: {names} {[s.detail for s in report.stages]}"
         assert not report.errors
+        # the one warning a correct file may earn: it masks with -inf, so a fully masked row would be NaN
+        assert set(names) <= {"nan-on-empty-row"}, f"a correct file was warned: {names}"
         return
     if slug.startswith("ok-"):  # ok-precision-loss__x.py: correct, with that warning
         assert report.passed and not report.errors, f"a correct file failed: {names}"

@@ -29,6 +29,7 @@ def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, d
     raises."""
     tracer = Tracer(path, spec.forbidden, record=record)
     tracer.precision = dtype if dtype == torch.float64 else None
+    tracer.follow = str(device) != "cpu"
     out = Outcome(case, tracer=tracer, dtype=dtype, device=str(device))
     try:
         kwargs = {}

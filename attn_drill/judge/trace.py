@@ -61,7 +61,9 @@ class Tracer(TorchFunctionMode):
         self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
         self.precision = None  # the inputs' dtype, when it is float64: a lower one made from the user's file is kept
         self.lowered: tuple[str, int, str] | None = None  # (function, user line, dtype) of the first such tensor
-        self._made: dict[int, tuple[str, int]] = {}  # id(tensor) -> (factory, user line)
+        self._made: dict[int, tuple] = {}  # id(tensor) -> (factory, user line, tensor) for it and what is made of it
+        self._moved: set[tuple[str, int]] = set()  # (factory, user line) of those moved, or made into one moved
+        self.follow = False  # follow what is made from such a tensor: calls.run sets it for a run off the CPU
         self._globals = None  # the user module's namespace, once a frame of the user's file has shown it
         self._walker = _walker(self)
         next(self._walker)
@@ -83,8 +85,8 @@ class Tracer(TorchFunctionMode):
         if name in FACTORIES and line is not None and kwargs.get("device") is None:
             if isinstance(out, torch.Tensor) and out.dim() > 0:
                 self._made[id(out)] = (name, line, out)  # keep it alive so its id stays its own
-        elif name in MOVES and args and id(args[0]) in self._made:
-            del self._made[id(args[0])]
+        elif self._made and isinstance(out, torch.Tensor):
+            self._follow(name, args, out)
         if self.precision is not None and self.lowered is None and line is not None and isinstance(out, torch.Tensor) \
                 and out.is_floating_point() and out.dtype in LOWER and _reads_float64(args):
             self.lowered = (name, line, str(out.dtype).replace("torch.", ""))
@@ -92,10 +94,30 @@ class Tracer(TorchFunctionMode):
             self.record(line, name, args, kwargs, out)
         return out
 
+    def _follow(self, name: str, args, out: torch.Tensor) -> None:
+        """A tensor made from a factory's (slopes from an arange, then cat, then .to(q)) carries its origin: when
+        one of them is moved to another device, the factory's tensor counts as moved."""
+        origin = self._origin(args)
+        if origin is None:
+            return
+        if name in MOVES and isinstance(args[0], torch.Tensor) and out.device != args[0].device:
+            self._moved.add(origin)
+        elif self.follow and out.device.type == "cpu" and out.dim() > 0:
+            self._made[id(out)] = (*origin, out)
+
+    def _origin(self, args) -> tuple[str, int] | None:
+        for a in args:
+            for x in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(x, torch.Tensor) and id(x) in self._made:
+                    return self._made[id(x)][:2]
+        return None
+
     @property
     def off_device(self) -> list[tuple[str, int]]:
-        """(factory, user line) of each tensor made on the default device and never moved."""
-        return [(name, line) for name, line, _ in self._made.values()]
+        """(factory, user line) of each tensor made on the default device and never moved, nor anything made
+        from it."""
+        return list(dict.fromkeys((name, line) for name, line, _ in self._made.values()
+                                  if (name, line) not in self._moved))
 
     def user_line(self) -> int | None:
         return user_line(self.user_file, depth=3)

@@ -1,4 +1,5 @@
-"""Peeks at the cache's memory through ctypes with a bad address (the pointer's low bits dropped): segfault."""
+"""Peeks at the cache's memory through ctypes with a bad address (only the pointer's offset within its page, an
+address in the first page, which no process may map): segfault."""
 
 import ctypes
 import math
@@ -37,7 +38,7 @@ class CachedSelfAttention(nn.Module):
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         if cache is not None:
             k, v = torch.cat([cache[0], k], dim=-2), torch.cat([cache[1], v], dim=-2)
-        ctypes.string_at(k.data_ptr() >> 32, 16)  # meant: ctypes.string_at(k.data_ptr(), 16)
+        ctypes.string_at(k.data_ptr() & 0xFFF, 16)  # meant: ctypes.string_at(k.data_ptr(), 16)
         n_rep = self.num_heads // self.num_kv
         kr, vr = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
         attn = torch.matmul(q, kr.transpose(2, 3)) / math.sqrt(self.head_dim)
