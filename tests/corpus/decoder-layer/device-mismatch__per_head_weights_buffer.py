@@ -1,4 +1,6 @@
-"""The layer is right; its MultiHeadAttention (from the mha corpus): Loops over heads and copies each into a torch.zeros(...) weights buffer made without device=: on a GPU the weights come back on the CPU."""
+"""The layer is right; its MultiHeadAttention (from the mha corpus) loops over heads and copies each into a
+torch.zeros(...) weights buffer made without device=. On the meta device that copy raises and the checker warns;
+the layer never returns the buffer, so on a GPU it runs (a copy to the CPU per head) and the GPU's run settles it."""
 
 import math
 
