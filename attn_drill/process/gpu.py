@@ -104,9 +104,9 @@ def fold(report: Report, result) -> None:
         # and it matched, which settles it
         report.findings = [f for f in report.findings if f.slug != "device-mismatch"]
         stage.status = PASS
-        detail += " (so the meta device's warning does not hold)"
+        detail += t("evidence.process.gpu.settled")
     report.findings += gpu.findings
     if _RANK[status] > _RANK.get(stage.status, 0):
         stage.status = status
-    stage.detail += f"; {detail}"
+    stage.detail += t("evidence.process.gpu.then", what=detail)
     report.sort_findings()
