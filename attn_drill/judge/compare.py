@@ -51,9 +51,18 @@ def diff(got: torch.Tensor, want: torch.Tensor, tol: Tolerance) -> Diff:
     max_rel = max_abs / max(float(w.abs().max()), 1e-12) if w.numel() else 0.0
     if not bool(bad.any()):
         return Diff(True, max_abs, max_rel, None)
-    flat = int(bad.flatten().nonzero()[0])
-    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape))
+    index = unravel(int(bad.flatten().nonzero()[0]), bad.shape)
     return Diff(False, max_abs, max_rel, index, float(g[index]), float(w[index]))
+
+
+def unravel(flat: int, shape) -> tuple[int, ...]:
+    """The index of the `flat`-th element of a tensor of `shape`, in plain arithmetic: torch.unravel_index's
+    argument checks import sympy on first use (about a second of a check)."""
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
 
 
 def closeness(got: torch.Tensor, want: torch.Tensor) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from attn_drill.i18n import t
+from attn_drill.judge.compare import unravel
 
 MASK_SLUGS = {"mask-inverted", "mask-ignored", "mask-after-softmax", "mask-head-broadcast", "softmax-wrong-dim",
               "mask-fill-zero"}
@@ -28,7 +29,7 @@ def heatmap(yours: torch.Tensor, expected: torch.Tensor, label: str) -> dict:
     lead = y.shape[:-2]
     y2, e2 = y.reshape(-1, *y.shape[-2:]), e.reshape(-1, *e.shape[-2:])
     worst = int(torch.nan_to_num((y2 - e2).abs(), nan=1.0).flatten(1).sum(1).argmax())
-    index = torch.unravel_index(torch.tensor(worst), lead) if lead else ()
+    index = unravel(worst, lead) if lead else ()
     where = _where(len(lead), index)
 
     def rows(t):

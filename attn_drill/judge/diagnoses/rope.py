@@ -16,7 +16,7 @@ import torch
 from attn_drill import findings
 from attn_drill.i18n import t
 from attn_drill.judge.probes import rope as rope_fit
-from attn_drill.judge.compare import closeness
+from attn_drill.judge.compare import closeness, unravel
 from attn_drill.judge.diagnoses import LOCATORS, MATCH, diagnosis, exactly, failed, line_of, match
 from attn_drill.judge.probes.rope import ANGLE_TOL, FREQUENCIES, Rotation
 from attn_drill.judge.variants.attention import Knobs
@@ -295,7 +295,7 @@ def describe(check) -> str:
     row = (pos[0] if pos.dim() == 2 else pos).double()
     off = rope_fit.wrap(rot.angles[0, 0] - row[:, None] * omega).abs()  # (T, P): batch 0, head 0
     off = torch.where(rot.valid[0, 0][:, None], off, torch.zeros(()))
-    tok, i = (int(k) for k in torch.unravel_index(off.argmax(), off.shape))
+    tok, i = unravel(int(off.argmax()), off.shape)
     p = int(row[tok])
     return t("evidence.cache.diagnoses_rope.angles_off", seen=seen, i=i, t=tok, p=p,
              got=float(rot.angles[0, 0, tok, i]), want=_mod(p * float(omega[i])), w=float(omega[i]))
@@ -310,7 +310,7 @@ def _heads_differ(r: Reading) -> str:
     gap = torch.where(valid & valid[:, :1], gap, torch.zeros(()))
     if float(gap.max()) <= ANGLE_TOL:
         return ""
-    b, h, tok = (int(i) for i in torch.unravel_index(gap.argmax(), gap.shape))
+    b, h, tok = unravel(int(gap.argmax()), gap.shape)
     return t("evidence.cache.diagnoses_rope.heads_differ", h=h, b=b, t=tok, got=float(angles[b, h, tok, 0]),
              head0=float(angles[b, 0, tok, 0]))
 
@@ -321,7 +321,7 @@ def _stretched(r: Reading) -> str:
     before = (x[..., list(a)] ** 2 + x[..., list(b)] ** 2).sqrt()
     after = (out[..., list(a)] ** 2 + out[..., list(b)] ** 2).sqrt()
     change = torch.nan_to_num((after - before).abs() / before.clamp_min(1e-12), nan=0.0)
-    idx = tuple(int(i) for i in torch.unravel_index(change.argmax(), change.shape))
+    idx = unravel(int(change.argmax()), change.shape)
     pa, pb = r.rot.pairs[idx[-1]]
     return t("evidence.cache.diagnoses_rope.stretched", a=pa, b=pb, batch=idx[0], head=idx[1], token=idx[2],
              before=float(before[idx]), after=float(after[idx]))
