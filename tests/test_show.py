@@ -547,3 +547,51 @@ def test_the_sink_line_is_drawn_only_where_a_row_leaves_a_share():
              "f.py", 0)
         text = out.export_text()
         assert ("sink takes .30 .50" in text) is said and ("sink takes =" in text) is said
+
+
+def _finding_with_picture():
+    from attn_drill.report import Finding, Report, Stage
+
+    yours = [[0.5, 0.5, 0.0], [0.2, 0.3, 0.5], [1.0, 0.0, 0.0]]
+    expected = [[1.0, 0.0, 0.0], [0.2, 0.3, 0.5], [0.9, 0.1, 0.0]]
+    pic = {"title": "weights (batch 0, head 1): rows = queries, columns = keys", "yours": yours,
+           "expected": expected}
+    f = Finding("mask-after-softmax", "error", "Mask applied after softmax", "why", "evidence", "fix", line=3,
+                score=1.0, picture=pic)
+    return Report("sdpa", "sdpa.py", 0, [Stage("values", "fail", "2 of 5 cases differ")], [f])
+
+
+def test_a_notebooks_report_draws_a_findings_heatmaps_as_an_image(monkeypatch):
+    pytest.importorskip("matplotlib")
+    import base64
+    import io
+    import re
+
+    from PIL import Image
+
+    from attn_drill.notebook.result import CheckResult
+    from attn_drill.render import png
+
+    rep = _finding_with_picture()
+    html = CheckResult(rep)._repr_html_()
+    (data,) = re.findall(r'<img alt="heatmaps" src="data:image/png;base64,([^"]+)">', html)
+    image = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert image.format == "PNG" and image.size[0] > 1.5 * image.size[1] > 300  # two maps side by side
+    # the differing cells of yours are boxed: rows 0 and 2 (four cells), never row 1
+    boxed = []
+    monkeypatch.setattr("matplotlib.axes.Axes.add_patch", lambda ax, p: boxed.append(p.get_xy()))
+    png.finding_picture(rep.findings[0].picture)
+    assert sorted((round(x + 0.5), round(y + 0.5)) for x, y in boxed) == [(0, 0), (0, 2), (1, 0), (1, 2)]
+    rep.findings[0].picture = None  # no picture: no image, the report alone
+    assert "<img" not in CheckResult(rep)._repr_html_()
+
+
+def test_without_matplotlib_a_notebooks_report_has_its_text_heatmaps_only(monkeypatch):
+    import importlib.util
+
+    from attn_drill.notebook.result import CheckResult
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    html = CheckResult(_finding_with_picture())._repr_html_()
+    assert "<img" not in html and "expected" in html  # the text heatmap's header

@@ -49,7 +49,29 @@ class CheckResult:
     def _repr_html_(self) -> str:
         from attn_drill.render import report as render
 
-        return f'<div class="attn-drill-report">{render.html(self._console())}</div>'
+        return f'<div class="attn-drill-report">{render.html(self._console())}{self._pictures()}</div>'
+
+    def _pictures(self) -> str:
+        """Each finding's heatmaps (yours beside the expected) as an image under the report, where matplotlib is
+        installed (the report above draws them in text either way). A picture that fails is left out."""
+        import importlib.util
+
+        pics = [f.picture for f in self.findings if f.picture]
+        if not pics or importlib.util.find_spec("matplotlib") is None:
+            return ""
+        import base64
+
+        from attn_drill.render import png
+
+        out = []
+        for pic in pics:
+            try:
+                data = png.finding_picture(pic)
+            except Exception:  # noqa: BLE001 - a drawing that fails never sinks the report
+                data = None
+            if data:
+                out.append(f'<img alt="heatmaps" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
+        return "".join(out)
 
     def repro(self) -> str:
         """The failing case as a script (as `attn-drill repro` writes it, beside the checked file): its text.

@@ -95,3 +95,73 @@ def _panel(ax, m: list[list], head, Rectangle):
     ax.set_xlabel("key", fontsize=8)
     ax.set_ylabel("query", fontsize=8)
     return image
+
+
+def finding_picture(pic: dict) -> bytes | None:
+    """A finding's two heatmaps (yours, then the expected one) as PNG bytes, for a notebook's report: one colour
+    scale for both, yours boxed in red where it differs by more than DIFF, each number on small maps. None where
+    the data is unusable. The title is the finding's own, where matplotlib's fonts can draw it."""
+    import io
+
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    from attn_drill.i18n import t
+
+    def grid(m):
+        rows = [[float("nan") if v is None else float(v) for v in row] for row in m or []]
+        return rows if rows and rows[0] and all(len(r) == len(rows[0]) for r in rows) else None
+
+    yours, expected = grid(pic.get("yours")), grid(pic.get("expected"))
+    if yours is None or expected is None or len(yours) != len(expected) or len(yours[0]) != len(expected[0]):
+        return None
+    Tq, Tk = len(expected), len(expected[0])
+    seen = [v for m in (yours, expected) for row in m for v in row if v == v]
+    lo, hi = (min(seen), max(seen)) if seen else (0.0, 1.0)
+    lo, hi = (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+    panel = (max(2.6, CELL * Tk + 1.0), max(2.2, CELL * Tq + 0.9))
+    fig = Figure(figsize=(panel[0] * 2 + 1.0, panel[1] + 1.0), layout="constrained")
+    axes = fig.subplots(1, 2, squeeze=False)[0]
+    import matplotlib
+
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
+    image = None
+    for side, (ax, m) in enumerate(zip(axes, (yours, expected))):
+        image = ax.imshow(m, vmin=lo, vmax=hi, cmap=cmap, interpolation="nearest")
+        label, font = _drawable(t("report.yours") if side == 0 else t("report.expected"),
+                                "yours" if side == 0 else "expected")
+        ax.set_title(label, fontsize=9, **font)
+        for i in range(Tq):
+            for j in range(Tk):
+                y, e = yours[i][j], expected[i][j]
+                if side == 0 and not (abs(y - e) <= DIFF * max(1.0, abs(e))):  # NaN differs too
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec=BOX, lw=1.6))
+                v = m[i][j]
+                if Tq <= NUMBERS and Tk <= NUMBERS and v == v:
+                    bright = (v - lo) / (hi - lo) > 0.6
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
+                            color="black" if bright else "white")
+        ax.set_xticks(range(Tk))
+        ax.set_yticks(range(Tq))
+        ax.tick_params(labelsize=7)
+    fig.colorbar(image, ax=axes, shrink=0.9, aspect=25)
+    title, font = _drawable(pic.get("title") or "", "")
+    if title:
+        fig.suptitle(textwrap.fill(title, 90), fontsize=10, **font)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100)
+    return out.getvalue()
+
+
+def _drawable(text: str, fallback: str) -> tuple[str, dict]:
+    """(`text`, the font keywords that draw it) where matplotlib has a font for it (Chinese needs a CJK one), else
+    (`fallback`, {})."""
+    if text.isascii():
+        return text, {}
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    cjk = ("Noto Sans CJK SC", "Noto Serif CJK SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+           "SimHei", "Microsoft YaHei", "PingFang SC", "Heiti SC", "Hiragino Sans GB", "Arial Unicode MS")
+    found = next((n for n in cjk if n in names), None)
+    return (text, {"fontfamily": found}) if found else (fallback, {})
