@@ -396,12 +396,15 @@ def _fast_path(argv: List[str]) -> bool:
             folder = options.get("--dir")
             cmd_start(exercise_id, Path(folder) if folder else None, "--force" in flags)
             return True
-    if argv[:1] == ["check"]:  # the plain forms; --seed and --timeout go through typer, which checks their type
-        parsed = _plain(argv[1:], flags={"--json", "--no-record", "-v", "--verbose"}, options={"-e", "--exercise"})
-        if parsed:
+    if argv[:1] == ["check"]:  # the plain forms; a --seed or --timeout that is not plainly a number goes to typer
+        parsed = _plain(argv[1:], flags={"--json", "--no-record", "-v", "--verbose"},
+                        options={"-e", "--exercise", "--seed", "--timeout"})
+        seed, timeout = (parsed[2].get(o) for o in ("--seed", "--timeout")) if parsed else (None, None)
+        if parsed and _digits(seed) and _digits(timeout, point=True):
             paths, flags, options = parsed
             exercise_id = options.get("--exercise", options.get("-e"))
-            raise SystemExit(cmd_check([Path(p) for p in paths], exercise_id, "--json" in flags, None, None,
+            raise SystemExit(cmd_check([Path(p) for p in paths], exercise_id, "--json" in flags,
+                                       None if seed is None else int(seed), None if timeout is None else float(timeout),
                                        bool(flags & {"-v", "--verbose"}), record="--no-record" not in flags))
     if argv[:1] == ["hint"]:
         parsed = _plain(argv[1:], flags={"--all"}, options=set())
@@ -410,6 +413,15 @@ def _fast_path(argv: List[str]) -> bool:
             cmd_hint(ids[0] if ids else None, "--all" in flags)
             return True
     return False
+
+
+def _digits(value: Optional[str], point: bool = False) -> bool:
+    """An absent option, or one written as plain digits (with one decimal point where `point`): what int() and
+    float() read the same way typer would. Anything else (signs, underscores, 1e3) is typer's to read or refuse."""
+    if value is None:
+        return True
+    whole, dot, part = value.partition(".") if point else (value, "", "")
+    return whole.isascii() and whole.isdigit() and (not dot or part == "" or (part.isascii() and part.isdigit()))
 
 
 def _plain(args: List[str], flags: set, options: set):

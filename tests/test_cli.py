@@ -589,6 +589,16 @@ def test_check_does_not_import_torch_in_the_cli_process(isolated):
     assert "torch" not in loaded_by("check", str(f), "--seed", "0")
 
 
+def test_a_check_with_a_plain_seed_and_timeout_never_imports_typer(isolated):
+    """`check f --seed 4893` is how a report says to replay a case: typer's parsing (pydantic, ~0.2 s) is left to
+    forms that are not plainly numbers, which typer reads or refuses."""
+    f = copy_reference(isolated)
+    assert "typer" not in loaded_by("check", str(f), "--seed", "4893", "--timeout", "30.5", heavy=("typer",))
+    assert "typer" in loaded_by("check", str(f), "--seed", "+5", heavy=("typer",))
+    r = invoke("check", str(f), "--seed", "-1")
+    assert r.exit_code == 2 and "--seed" in r.output
+
+
 def test_a_failing_check_never_imports_sympy(isolated):
     """torch.unravel_index (and torch._check) import sympy on first use, about half a second of a check: the
     judge's comparisons find their index by plain arithmetic, so a check that fails on its values never pays it.
