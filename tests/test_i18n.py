@@ -163,6 +163,26 @@ def test_lang_flag_anywhere_and_the_variable_work_whatever_the_locale():
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 2 and "--lang" in bad.stderr
 
 
+def test_a_bad_seed_is_one_chinese_error_line_and_exit_2():
+    r = _cli("--lang", "zh", "check", "x.py", "--seed", "-1", lang="en_US.UTF-8")
+    assert r.returncode == 2, r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("错误：--seed ") and "2**63-1" in first and "-1" in first, r.stderr
+    assert not PROSE.search(r.stderr), r.stderr  # no English sentence left
+
+
+def test_durations_read_in_the_language_in_use():
+    from attn_drill.render.listing import duration
+
+    try:
+        i18n.use(i18n.ZH)
+        assert [duration(s) for s in (45, 185, 3720, None)] == ["45 秒", "3 分 05 秒", "1 小时 02 分", "-"]
+        i18n.use(i18n.EN)
+        assert [duration(s) for s in (45, 185, 3720, None)] == ["45s", "3m 05s", "1h 02m", "-"]
+    finally:
+        i18n.reset()
+
+
 def test_config_lang_is_kept_and_auto_forgets_it():
     r = _cli("config", "lang", "zh", lang="en_US.UTF-8")
     assert r.returncode == 0, r.stderr

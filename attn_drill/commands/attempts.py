@@ -32,24 +32,24 @@ def cmd_attempts(exercise_id: Optional[str], number: Optional[int], diff: bool) 
     index = attempts.load(ex.id)
     if number is None:
         if diff:
-            _fail("--diff needs the attempt's number.",
-                  t("usage.try", command=f"attn-drill attempts {ex.id} N --diff (attn-drill attempts {ex.id} lists them)"))
+            _fail(t("attempts.diff_needs_number"), t("usage.try", command=t("attempts.diff_try", id=ex.id)))
         _list(ex, index, st.file(ex.id))
         return
     attempt = attempts.find(index, number)
     if attempt is None:
-        have = f"the ones kept are {_span(index)}" if index.attempts else "none is kept yet"
-        _fail(f"no attempt {number} of {ex.id}: {have}.", f"attn-drill attempts {ex.id} lists them.")
+        have = t("attempts.kept", span=_span(index)) if index.attempts else t("attempts.none_kept")
+        _fail(t("attempts.no_such", number=number, id=ex.id, have=have), t("attempts.lists_them", id=ex.id))
     data = attempts.content(ex.id, attempt)
     if data is None:
-        _fail(f"attempt {number} of {ex.id} is listed but its copy is gone from {_show(attempts.folder(ex.id))}.")
+        _fail(t("attempts.copy_gone", number=number, id=ex.id, folder=_show(attempts.folder(ex.id))))
     text = data.decode("utf-8", "replace")
     if not diff:
         _plain(text)
         return
     current = st.file(ex.id)
     mine = _read(current, ex)
-    _diff(text, mine, f"attempt {number} ({_when(attempt.at)})", f"{_nice(current)} (now)")
+    _diff(text, mine, t("attempts.diff_old", number=number, when=_when(attempt.at)),
+          t("attempts.diff_now", path=_nice(current)))
 
 
 def _list(ex: "Exercise", index, current: Optional[Path]) -> None:
@@ -77,7 +77,7 @@ def _list(ex: "Exercise", index, current: Optional[Path]) -> None:
 
 def _span(index) -> str:
     ns = [a.n for a in index.attempts]
-    return f"{ns[0]} to {ns[-1]}" if len(ns) > 1 else str(ns[0])
+    return t("attempts.span", first=ns[0], last=ns[-1]) if len(ns) > 1 else str(ns[0])
 
 
 def _when(at: float) -> str:
@@ -91,12 +91,11 @@ def _read(path: Optional[Path], ex: "Exercise") -> str:
 
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block the read, or never end
-            _fail(f"your file for {ex.id} ({_show(path)}) is not a regular file: nothing to compare with.",
-                  f"attn-drill start {ex.id} writes a fresh skeleton.")
+            _fail(t("attempts.not_regular", id=ex.id, path=_show(path)), t("usage.fresh_skeleton", id=ex.id))
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except (OSError, TypeError):
-        _fail(f"your file for {ex.id} is gone{f' ({_show(path)})' if path else ''}: nothing to compare with.",
-              f"attn-drill start {ex.id} writes a fresh skeleton.")
+        gone = t("attempts.file_gone", id=ex.id, path=_show(path)) if path else t("attempts.file_gone_nowhere", id=ex.id)
+        _fail(gone, t("usage.fresh_skeleton", id=ex.id))
 
 
 # -- plain text and diffs ------------------------------------------------------------------------------
@@ -139,7 +138,8 @@ def show_solution(ex: "Exercise", diff: bool) -> None:
     code = ex.reference.read_text(encoding="utf-8")
     if diff:
         current = state.load().file(ex.id)
-        _diff(_read(current, ex), code, f"{_nice(current)} (yours)", f"model answer for {ex.id}")
+        _diff(_read(current, ex), code, t("attempts.diff_yours", path=_nice(current)),
+              t("attempts.diff_model", id=ex.id))
         return
     if not sys.stdout.isatty():
         _plain(code)
@@ -159,16 +159,13 @@ def cmd_repro(exercise_id: Optional[str]) -> None:
     ex = resolve.exercise_or_current(exercise_id, st, "repro")
     failure = attempts.load(ex.id).last_failure
     if failure is None:
-        _fail(f"no failing check of {ex.id} to replay yet.",
-              f"attn-drill check {ex.id} checks your file; when a case gives wrong numbers, repro writes it out.")
+        _fail(t("attempts.no_failure", id=ex.id), t("attempts.no_failure_more", id=ex.id))
     if failure.case is None:
-        _fail(f"your last failing check of {ex.id} stopped at the {failure.stage} stage ({failure.slug}), "
-              "before your numbers were compared: there is no case to replay.",
-              "repro replays a case that gave wrong numbers or shapes or raised; attn-drill check says what to fix first.")
+        _fail(t("attempts.no_case", id=ex.id, stage=failure.stage, slug=failure.slug), t("attempts.no_case_more"))
     try:
         target, command = repro.write(ex.id, failure, _nice)
     except OSError as e:
-        _fail(f"could not write the script: {e.strerror or e}.")
+        _fail(t("attempts.no_script", error=e.strerror or e))
     out = render.console()
     render.say_key(out, "attempts.wrote", path=(printable(_nice(target)), "bold"))
     render.say(out, t("attempts.repro_case", case=failure.case + 1, seed=failure.seed, stage=failure.stage))

@@ -33,19 +33,20 @@ def valid_seed(seed: Optional[int]) -> Optional[int]:
     """The seed, or a usage error for one out of range (the history and torch hold 0 to 2**63-1)."""
     if seed is None or 0 <= seed <= SEED_MAX:
         return seed
-    _fail(f"--seed must be a whole number from 0 to {SEED_MAX} (2**63-1), not {_show(seed)}.",
-          _option_retry("--seed", None))
+    _fail(t("drill.bad_seed", max=SEED_MAX, value=_show(seed)), _option_retry("--seed", None))
 
 
 def valid_number(option: str, value: Optional[float], bounds: tuple, unit: str) -> Optional[float]:
-    """The value, or a usage error for one out of `bounds` or not finite (inf and nan parse as floats)."""
+    """The value, or a usage error for one out of `bounds` or not finite (inf and nan parse as floats).
+    `unit`: "seconds" or "minutes" (drill.unit_<unit> words it)."""
     import math
 
     low, high = bounds
     if value is None or (math.isfinite(value) and low <= value <= high):
         return value
     fix = f"{high:g}" if value > high else None  # too big: the most allowed; else the default
-    _fail(f"{option} must be a number from {low:g} to {high:g} {unit}, not {value:g}.", _option_retry(option, fix))
+    _fail(t("drill.bad_number", option=option, low=low, high=high, unit=t(f"drill.unit_{unit}"), value=value),
+          _option_retry(option, fix))
 
 
 def _option_retry(option: str, value: Optional[str]) -> str:
@@ -75,9 +76,8 @@ def _edit_state() -> Iterator["State"]:
         with state.edit() as st:
             yield st
     except state.Locked as e:
-        who = f"process {e.pid}" if e.pid else "another process"
-        _fail(f"your progress file is locked by {who}; waited {state.LOCK_WAIT:g} s for {_show(e.path)} and "
-              "changed nothing (try again, or end that process if it is stuck).", code=EXIT_LOCKED)
+        _fail(t("drill.locked_pid" if e.pid else "drill.locked", pid=e.pid, wait=state.LOCK_WAIT, path=_show(e.path)),
+              code=EXIT_LOCKED)
 
 
 def _interactive() -> bool:
@@ -88,11 +88,28 @@ def _confirm_or_refuse(question: str, refusal: str) -> None:
     """Ask on a terminal; with none to ask on, refuse (exit 2): a script must say --yes."""
     if not _interactive():
         _fail(refusal)
-    import typer
-
-    if not typer.confirm(question, default=False):
+    if not _confirm(question):
         _say(t("drill.nothing_done"))
         raise SystemExit(1)
+
+
+def _confirm(question: str) -> bool:
+    """typer.confirm(question, default=False), its complaint at an answer that is neither y nor n in the language
+    in use (click's is English only): the question, " [y/N]: ", and y, yes, n, no or Enter (no)."""
+    import typer
+
+    prompt = f"{question} [y/N]: "
+    while True:
+        typer.echo(prompt[:-1], nl=False)  # the last character goes to input(), as click does (readline)
+        try:
+            value = input(prompt[-1:]).lower().strip()
+        except (KeyboardInterrupt, EOFError):
+            raise typer.Abort() from None
+        if value in ("y", "yes"):
+            return True
+        if value in ("n", "no", ""):
+            return False
+        typer.echo(t("drill.invalid_answer"))
 
 
 # -- the commands' work ----------------------------------------------------------------------------
@@ -198,8 +215,8 @@ def _start_notebook(ex, folder: Optional[Path], force: bool) -> None:
                               content=notebook(ex))
     out, path = render.console(), _nice(written.path)
     _said_written(out, written, path, "notebook", "notebook")
-    render.say(out, "Open it in Jupyter (", (f"jupyter lab {path}", "bold cyan"), "): run the cell that starts ",
-               (f"%%attn_check {ex.id}", "bold"), " to check it.")
+    render.say_key(out, "drill.open_notebook", command=(f"jupyter lab {path}", "bold cyan"),
+                   cell=(f"%%attn_check {ex.id}", "bold"))
 
 
 def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed: Optional[int],
@@ -213,8 +230,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
 
     seed, timeout = valid_seed(seed), valid_number("--timeout", timeout, TIMEOUT_RANGE, "seconds")
     if junit is not None and (junit.is_dir() or not junit.parent.is_dir()):
-        _fail(f"--junit {_show(junit)}: " + ("that is a folder; name a file in it." if junit.is_dir()
-                                            else "its folder does not exist."))
+        _fail(t("drill.junit_folder" if junit.is_dir() else "drill.junit_no_folder", path=_show(junit)))
     started = time.time()
     st = state.load()
     jobs = resolve.jobs(files, exercise_id, st)
@@ -231,7 +247,7 @@ def cmd_check(files: List[Path], exercise_id: Optional[str], as_json: bool, seed
     try:
         results = _show_reports(jobs, reports, as_json, judged, st, verbose, kept)
     except KeyboardInterrupt:
-        _say(("interrupted", "bold red"), err=True)
+        _say((t("drill.interrupted"), "bold red"), err=True)
         return 130
     finally:
         reports.close()  # stops the worker if we leave early
@@ -255,7 +271,7 @@ def _write_junit(path: Path, kept: list, started: float) -> None:
     try:
         junit.write(path, rows, started)
     except OSError as e:
-        warn(f"could not write {_show(path)} ({e.strerror or e}); the verdicts above stand.")
+        warn(t("drill.junit_not_written", path=_show(path), error=e.strerror or e))
 
 
 def _show_reports(jobs: list, reports, as_json: bool, judged: dict, st: "State",
@@ -300,8 +316,9 @@ def _show_reports(jobs: list, reports, as_json: bool, judged: dict, st: "State",
             render.say_key(out, "drill.stuck", command=(f"attn-drill hint {ex.id}", "bold cyan"))
     if len(jobs) > 1 and not as_json:
         out.rule()
-        bad = f", {results.count(None)} not checked" if None in results else ""
-        render.say(out, f"{len(results)} files: {results.count(True)} passed, {results.count(False)} failed{bad}")
+        bad = t("drill.batch_unchecked", n=results.count(None)) if None in results else ""
+        render.say(out, t("drill.batch", files=len(results), passed=results.count(True), failed=results.count(False),
+                          unchecked=bad))
     return results
 
 
@@ -315,7 +332,7 @@ def _unusable(out, e, as_json: bool) -> None:
         print(json.dumps({"exercise": None, "file": str(e.path), "passed": False, "error": e.message}), flush=True)
         return
     out.rule()
-    _say(("error: ", "bold red"), printable(e.message), err=True)
+    _say((t("usage.error"), "bold red"), printable(e.message), err=True)
     if e.more:
         _say(printable(e.more), err=True)
 
@@ -332,14 +349,13 @@ def _with_spinner(out, jobs: list, reports, enabled: bool):
             yield job, None
             continue
         path, ex = job
-        waiting = (out.status(render.text(f"checking {path.name} ({ex.id})..."))
+        waiting = (out.status(render.text(t("drill.checking", name=path.name, id=ex.id)))
                    if enabled and out.is_terminal else nullcontext())
         with waiting:
             try:
                 rep = next(reports, None)
             except OSError as e:  # the checker could not even start (no temporary folder, a full disk)
-                _fail(f"could not run the check ({e.strerror or e}); nothing was judged.",
-                      "free some disk space, or point TMPDIR at a folder with room, and run it again.")
+                _fail(t("drill.no_checker", error=e.strerror or e), t("drill.no_checker_more"))
         if rep is None:
             return
         yield (path, ex), rep

@@ -61,7 +61,7 @@ def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool,
     try:
         scripted = explain.parse_answers(answers)  # choice numbers, and shapes for the questions on your own file
     except ValueError as e:
-        _fail(f"--answers: {e}.", 'give the answers in order, e.g. --answers 1,3,2 or --answers "B H Tq Tk,2,1"')
+        _fail(t("mock.bad_answers", error=e), t("mock.answers_example"))
     _answers_up_front(scripted, abandon)
     forced = _exercise(exercise_id) if exercise_id else None
     out = render.console()
@@ -73,19 +73,16 @@ def cmd_mock(exercise_id: Optional[str], minutes: Optional[float], strict: bool,
             ui = render_mock.MockScreen(out)
             if session is not None:
                 asked = (forced and forced.id != session.exercise) or minutes or (strict and not session.strict)
-                note = (f"A mock of {session.exercise} is in progress: finishing it first "
-                        "(attn-drill mock --abandon drops it)." if asked else "")
+                note = t("mock.in_progress", id=session.exercise) if asked else ""
                 ui.intro(session, _exercise(session.exercise), _nice(Path(session.file)), resumed=True, note=note)
             else:
                 session = _begin_mock(ui, forced, minutes, strict, seed)
             with mock.Keys(_stdin_fd()) as keys:
                 return mock.run(session, ui, keys, answers=scripted)
     except BadAnswers as e:
-        _fail(f"--answers: {e}. Nothing was scored.",
-              "The mock waits at its questions: attn-drill mock --answers A,B,... answers them.")
+        _fail(t("mock.answers_not_scored", error=e), t("mock.answers_not_scored_more"))
     except mock.MockBusy as e:
-        _fail(f"another mock is running (process {e.pid}): one at a time.",
-              "Finish it in its terminal, or press Ctrl-C there to leave it for later.")
+        _fail(t("mock.busy", pid=e.pid), t("mock.busy_more"))
 
 
 def _answers_up_front(scripted: Optional[list], abandon: bool) -> None:
@@ -96,13 +93,12 @@ def _answers_up_front(scripted: Optional[list], abandon: bool) -> None:
     if abandon:
         return
     if scripted is None and not _has_terminal():
-        _fail("mock needs a terminal for its keys and questions, and there is none.",
-              "run it in a terminal, or answer by script: attn-drill mock --answers 1,3,2")
+        _fail(t("mock.no_terminal"), t("mock.no_terminal_more"))
     try:
         if scripted is not None:
             up_front(scripted)
     except BadAnswers as e:
-        _fail(f"--answers: {e}.", "Nothing was started. Choices are numbers; shapes are symbols (B H Tq Tk).")
+        _fail(t("mock.bad_answers", error=e), t("mock.answers_not_started"))
 
 
 def _has_terminal() -> bool:

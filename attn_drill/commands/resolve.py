@@ -126,10 +126,9 @@ def started_file(ex: "Exercise", st: "State", path: Optional[Path] = None) -> tu
     """(the exercise's practice file, ex), or a usage error when it has none (an Unusable for a batch's `path`)."""
     file = st.file(ex.id)
     if file is None:
-        problem = (f"{ex.id} has no file yet.", f"run attn-drill start {ex.id}, or give the file: attn-drill check PATH")
+        problem = (t("usage.no_file_yet", id=ex.id), t("usage.no_file_yet_check", id=ex.id))
     elif not _is_file(file):
-        problem = (f"the file for {ex.id}, {_show(file)}, is gone.",
-                   f"attn-drill start {ex.id} writes a fresh skeleton; or give a PATH.")
+        problem = (t("usage.file_gone", id=ex.id, path=_show(file)), t("usage.file_gone_check", id=ex.id))
     else:
         return file, ex
     if path is not None:
@@ -147,23 +146,22 @@ def _job(f: Path, forced: "Exercise | None", st: "State") -> tuple:
         return started_file(find(str(f)), st, f)
     if kind == "missing" and len(f.parts) == 1 and not f.suffix and suggest(str(f)):  # `check gqaa`: an id, mistyped
         close = suggest(str(f)).id
-        raise Unusable(f, f"no such file or exercise: {_show(f)}; did you mean {close}?",
+        raise Unusable(f, t("usage.no_file_or_exercise", path=_show(f), close=close),
                        _retry(f, close) or t("usage.try", command=f"attn-drill check {close}"))
     if kind == "other":
-        raise Unusable(f, f"{_show(f)} is not a regular file (a pipe or a device?); give your exercise file.")
+        raise Unusable(f, t("usage.not_regular", path=_show(f)))
     if kind == "dir":
         inside = [p for p in sorted(f.glob("*.py")) if catalogue.from_filename(p)]
         if not inside:
-            raise Unusable(f, f"{_show(f)} is a folder, with no exercise file in it.",
-                           f"give the file's path; attn-drill start ID --dir {_quote(f)} writes one there.")
-        raise Unusable(f, f"{_show(f)} is a folder; give the exercise file inside it.",
+            raise Unusable(f, t("usage.empty_folder", path=_show(f)), t("usage.empty_folder_more", folder=_quote(f)))
+        raise Unusable(f, t("usage.folder", path=_show(f)),
                        _retry(f, inside[0]) or t("usage.try", command=f"attn-drill check {_quote(inside[0])}"))
     if kind == "missing":
         ex = forced or catalogue.from_filename(f)
         near = [p for p in (st.file(ex.id) if ex else None, _practice_file(f)) if _is_file(p)]
-        raise Unusable(f, f"no such file: {_show(f)}",
+        raise Unusable(f, t("usage.no_file", path=_show(f)),
                        (_retry(f, near[0]) or t("usage.try", command=f"attn-drill check {_quote(near[0])}")) if near else
-                       "give your exercise file's path, an exercise ID, or nothing for the one started last.")
+                       t("usage.no_file_more"))
     ex = forced or catalogue.from_filename(f)
     if ex is None:
         raise Unusable(f, *_unnamed(f))
@@ -177,11 +175,11 @@ def _unnamed(f: Path) -> tuple[str, str]:
     ids = ", ".join(catalogue.exercises())
     guess = defines(f)
     if guess is None:
-        return (f"cannot tell which exercise {_show(f.name)} is for: name it after one (my_sdpa.py) or say which "
-                f"(the exercises: {ids}).", t("usage.try", command=f"attn-drill check {_quote(f)} --exercise ID"))
+        return (t("usage.unnamed", name=_show(f.name), ids=ids),
+                t("usage.try", command=f"attn-drill check {_quote(f)} --exercise ID"))
     names = [n for n in guess.names if n in _defined(f)]
-    return (f"cannot tell which exercise {_show(f.name)} is for from its name; it defines {', '.join(names)}, "
-            f"as {guess.id} asks.", t("usage.try", command=f"attn-drill check {_quote(f)} --exercise {guess.id}"))
+    return (t("usage.unnamed_defines", name=_show(f.name), names=", ".join(names), id=guess.id),
+            t("usage.try", command=f"attn-drill check {_quote(f)} --exercise {guess.id}"))
 
 
 def defines(f: Path) -> "Exercise | None":

@@ -12,8 +12,8 @@ from typing import Optional
 
 from attn_drill.commands import resolve
 from attn_drill.commands.drill import TIMEOUT_RANGE, valid_number, valid_seed
-from attn_drill.commands.usage import (fail as _fail, is_file as _is_file, kind as _kind, nice as _nice,
-    say as _say, show as _show)
+from attn_drill.commands.usage import fail as _fail, is_file as _is_file, kind as _kind, nice as _nice, show as _show
+from attn_drill.i18n import t
 
 PLOT_EXTRA = 'pip install "attn-drill[plot]"'
 DEFAULT_SEED = 0  # one example, the same every time unless --seed says otherwise
@@ -40,7 +40,7 @@ def cmd_show(exercise_id: Optional[str], png: Optional[Path], seed: Optional[int
     render_maps.show(out, result, ex.id, _nice(path), seed)
     if png is not None:
         _write_png(png, result, ex.id, _nice(path), seed)
-        _say("Wrote the maps to ", (_show(png), "bold"))
+        render.say_key(out, "show_cmd.wrote", path=(_show(png), "bold"))
     return 0
 
 
@@ -48,14 +48,14 @@ def _png_ready(png: Path) -> None:
     """A folder to write in, then matplotlib importable, before anything runs: one line and exit 2 if not.
     The path comes first: it is the user's to mend whether or not the extra is installed."""
     if _kind(png) == "dir":
-        _fail(f"{_show(png)} is a folder; give a file name for the image, e.g. {_show(png / 'maps.png')}.")
+        _fail(t("show_cmd.png_folder", path=_show(png), example=_show(png / "maps.png")))
     folder = png.parent if str(png.parent) else Path(".")
     if _kind(folder) != "dir":
-        _fail(f"no folder {_show(folder)} to write {_show(png.name)} in.")
+        _fail(t("show_cmd.no_folder", folder=_show(folder), name=_show(png.name)))
     try:
         import matplotlib  # noqa: F401 - only with --png
     except ImportError:
-        _fail(f"--png needs matplotlib, an optional extra: {PLOT_EXTRA}")
+        _fail(t("show_cmd.needs_matplotlib", command=PLOT_EXTRA))
 
 
 def _file_of(ex, st) -> Path:
@@ -69,8 +69,8 @@ def _file_of(ex, st) -> Path:
     if _is_file(here):
         return here
     if path is None:
-        _fail(f"{ex.id} has no file yet.", f"run attn-drill start {ex.id}, then attn-drill show {ex.id}.")
-    _fail(f"the file for {ex.id}, {_show(path)}, is gone.", f"attn-drill start {ex.id} writes a fresh skeleton.")
+        _fail(t("usage.no_file_yet", id=ex.id), t("show_cmd.start_first", id=ex.id))
+    _fail(t("usage.file_gone", id=ex.id, path=_show(path)), t("usage.fresh_skeleton", id=ex.id))
 
 
 def _run(path: Path, ex, seed: int, timeout: Optional[float]):
@@ -79,21 +79,21 @@ def _run(path: Path, ex, seed: int, timeout: Optional[float]):
     from attn_drill.process import runner
 
     out = render.console(stderr=True)
-    waiting = out.status(render.text(f"running {path.name} on one example...")) if out.is_terminal else None
+    waiting = out.status(render.text(t("show_cmd.running", name=path.name))) if out.is_terminal else None
     limit = runner.DEFAULT_TIMEOUT if timeout is None else timeout
     try:
         if waiting:
             waiting.start()
         result = runner.run_task(runner.Job(path, ex.id, task="maps"), seed, limit)
     except OSError as e:
-        _fail(f"could not run your code ({e.strerror or e}); nothing was drawn.")
+        _fail(t("show_cmd.no_worker", error=e.strerror or e))
     finally:
         if waiting:
             waiting.stop()
     if not isinstance(result, dict):  # a Report: the worker timed out or crashed
         result.sort_findings()
         worst = result.errors[0] if result.errors else None
-        return _verdict(worst.slug if worst else "crash", worst.title if worst else "no result",
+        return _verdict(worst.slug if worst else "crash", worst.title if worst else t("show_cmd.no_result"),
                         worst.evidence if worst else "", worst.line if worst else None)
     if "error" in result:
         _fail(str(result["error"]) + ".", code=2 if result.get("usage") else 1)
@@ -117,4 +117,4 @@ def _write_png(png: Path, result: dict, ex_id: str, nice: str, seed: int) -> Non
     try:
         render_png.write(png, result, f"attn-drill show {ex_id}: {nice}, seed {seed}")
     except OSError as e:
-        _fail(f"could not write {_show(png)}: {e.strerror or e}.")
+        _fail(t("show_cmd.png_not_written", path=_show(png), error=e.strerror or e))

@@ -79,17 +79,20 @@ def kind(path: Path) -> str:
     except OSError as e:
         if e.errno == errno.ENAMETOOLONG:
             fail(too_long(path))
-        fail(f"cannot look at {show(path)}: {e.strerror or e}.")
+        from attn_drill.i18n import t
+
+        fail(t("usage.cannot_look", path=show(path), error=e.strerror or e))
     return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
 
 def too_long(path: Path) -> str:
+    from attn_drill.i18n import t
+
     name = max(path.parts or ("",), key=lambda p: len(os.fsencode(p)))
     if len(os.fsencode(name)) > 255:
-        return (f"a name in that path is {len(os.fsencode(name))} bytes long; file systems allow 255 "
-                f"({show(name)}).")
+        return t("usage.name_too_long", bytes=len(os.fsencode(name)), name=show(name))
     whole = len(os.fsencode(os.path.abspath(path)))  # the system counts from the root
-    return f"that path is {whole} bytes long from the root; the system allows 4095 ({show(path)})."
+    return t("usage.path_too_long", bytes=whole, path=show(path))
 
 
 def is_file(path: Optional[Path]) -> bool:
@@ -106,5 +109,7 @@ def describe(e: OSError, path: Optional[Path] = None) -> str:
     if e.errno == errno.ENAMETOOLONG and where:
         return too_long(Path(where))
     if e.strerror and where:
-        return f"could not write {show(where)}: {e.strerror}"
+        from attn_drill.i18n import t
+
+        return t("usage.could_not_write", path=show(where), error=e.strerror)
     return str(e)

@@ -19,14 +19,17 @@ STATUS_COLOUR = {"new": "dim", "started": "yellow", "passed": "green"}
 
 
 def duration(seconds: float | None) -> str:
+    """A time in the language in use: 45s, 3m 05s, 1h 02m (45 秒, 3 分 05 秒, 1 小时 02 分); "-" for none."""
+    from attn_drill.i18n import t
+
     if seconds is None:
         return "-"
     s = int(round(seconds))
     if s < 60:
-        return f"{s}s"
+        return t("duration.s", s=s)
     if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {s % 3600 // 60:02d}m"
+        return t("duration.m_s", m=s // 60, s=s % 60)
+    return t("duration.h_m", h=s // 3600, m=s % 3600 // 60)
 
 
 def use_colour() -> bool:
