@@ -235,3 +235,20 @@ def test_json_keeps_its_keys_and_slugs_in_both_languages(unscaled):
     assert en["findings"][0].keys() == zh["findings"][0].keys()
     assert [s["name"] for s in en["stages"]] == [s["name"] for s in zh["stages"]]
     assert CJK.search(zh["findings"][0]["title"]) and not CJK.search(json.dumps(en))
+
+
+@pytest.mark.parametrize("width", [80, 79, 60, 45])
+def test_a_chinese_message_with_commands_wraps_by_cells_and_never_starts_a_line_with_a_closing_mark(width):
+    from attn_drill.render import report as render
+
+    i18n.use(i18n.ZH)
+    try:
+        out = render.recording(width)
+        render.say_key(out, "stats.nothing", start=("attn-drill start sdpa", "bold cyan"),
+                       check=("attn-drill check", "bold cyan"), mock=("attn-drill mock", "bold cyan"))
+        lines = out.export_text().rstrip("\n").split("\n")
+    finally:
+        i18n.use(i18n.EN)
+    assert all(cells(line) <= width for line in lines), lines
+    assert not any(line[:1] in "，。、；：！？）" for line in lines), lines
+    assert "attn-drill mock" in "\n".join(lines)  # a command is never cut

@@ -424,7 +424,7 @@ def say(out: Console, *parts) -> None:
     text = Text.assemble(*safe)
     # a pipe or a log keeps a message on one line, and so does an error (one line, whatever the width)
     folds = (out.is_terminal or "COLUMNS" in os.environ) and not out.stderr
-    if folds and "\n" not in text.plain and len(text.plain) > out.width:
+    if folds and "\n" not in text.plain and text.cell_len > out.width:  # cells: a Chinese character takes two
         text = Text.assemble(*_fold(safe, out.width))
     out.print(text, soft_wrap=True)
 
@@ -442,6 +442,14 @@ def _fold(parts: list, width: int) -> list:
     out, used = [], 0
     for text, style in words:
         wide_break = bool(out) and bool(_WIDE.match(text) or _WIDE.search(out[-1][0][-1:]))
+        if used and used + cell_len(text.rstrip()) > width and text[:1] in _CLOSING and len(out) > 1 and (
+                out[-2][0].endswith(" ") or _WIDE.search(out[-2][0][-1:]) or _WIDE.match(out[-1][0])):
+            # a closing mark (。) never starts a line: the word before it goes down with it
+            before = out.pop()
+            out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
+            out += [("\n", ""), before, (text, style)]
+            used = cell_len(before[0]) + cell_len(text)
+            continue
         if used and used + cell_len(text.rstrip()) > width and out and (out[-1][0].endswith(" ") or wide_break):
             out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
             out.append(("\n", ""))
