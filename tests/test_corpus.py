@@ -141,3 +141,24 @@ def test_corpus_covers_every_pair():
         assert count.get((exercise, "ok"), 0) >= 4, f"{exercise}: correct files"
         for slug in slugs:
             assert count.get((exercise, slug), 0) >= 2, f"{exercise}/{slug}: {count.get((exercise, slug), 0)} files"
+
+
+# the device stage's mechanisms, each shown by a blind file whatever the sample holds: a tensor made from two
+# CPU factories and moved (kv-cache), a plain tensor attribute that module.to() never moves (gqa), a default
+# made only when an optional input is missing (sdpa, mask=None), an output moved to the CPU ahead of the
+# NaN-on-empty-row warning (mha)
+DEVICE_MECHANISMS = ["kv-cache/ok__blind_b42_positions_cpu_to.py",
+                     "gqa/device-mismatch__blind_b42_plain_attr_expand.py",
+                     "sdpa/device-mismatch__blind_b42_default_mask_cpu.py",
+                     "mha/device-mismatch__blind_b42_weights_cpu.py"]
+
+
+@pytest.mark.parametrize("name", DEVICE_MECHANISMS)
+def test_the_device_stage_sees(name):
+    path = CORPUS / name
+    (report,) = run_checks([Job(path, path.parent.name)], seed=SEED, timeout=LIMIT)
+    names = [f.slug for f in report.findings]
+    if path.name.startswith("ok__"):
+        assert report.passed and "device-mismatch" not in names, names
+    else:
+        assert names[:1] == ["device-mismatch"], names

@@ -34,11 +34,18 @@ def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, d
     try:
         kwargs = {}
         if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)
-            with Tracer(path, spec.forbidden) as build_tracer:
+            build_tracer = Tracer(path, spec.forbidden)
+            build_tracer.follow = tracer.follow
+            with build_tracer:
                 kwargs["module"], bad = spec.build(target, case, dtype, device)
             tracer.forbidden_calls += build_tracer.forbidden_calls
             if bad:
                 raise RuntimeError(bad.evidence)
+            if tracer.follow and isinstance(kwargs["module"], torch.nn.Module):
+                try:
+                    tracer.adopt(build_tracer, kwargs["module"], torch.device(device).type)
+                except Exception:  # noqa: BLE001 - what adopt finds only sharpens a guess; never the user's error
+                    pass
         with tracer, torch.set_grad_enabled(grad):
             out.result, out.module, out.inputs = spec.call(target, case, dtype, device=device, grad=grad, **kwargs)
     except BaseException as e:  # noqa: BLE001 - user code may raise anything, KeyboardInterrupt and SystemExit too

@@ -61,8 +61,11 @@ class Tracer(TorchFunctionMode):
         self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
         self.precision = None  # the inputs' dtype, when it is float64: a lower one made from the user's file is kept
         self.lowered: tuple[str, int, str] | None = None  # (function, user line, dtype) of the first such tensor
-        self._made: dict[int, tuple] = {}  # id(tensor) -> (factory, user line, tensor) for it and what is made of it
-        self._moved: set[tuple[str, int]] = set()  # (factory, user line) of those moved, or made into one moved
+        # tensors made on the default device by a factory with no device= (and, with `follow`, what is made of
+        # them): id(tensor) -> (the factories' (name, user line) it comes from, the tensor, kept so its id holds)
+        self._made: dict[int, tuple[frozenset, torch.Tensor]] = {}
+        self._factories: dict[tuple[str, int], None] = {}  # each such factory call, in order
+        self._moved: set[tuple[str, int]] = set()  # those moved to another device, or made into a tensor moved
         self.follow = False  # follow what is made from such a tensor: calls.run sets it for a run off the CPU
         self._globals = None  # the user module's namespace, once a frame of the user's file has shown it
         self._walker = _walker(self)
@@ -84,7 +87,8 @@ class Tracer(TorchFunctionMode):
         out = func(*args, **kwargs)
         if name in FACTORIES and line is not None and kwargs.get("device") is None:
             if isinstance(out, torch.Tensor) and out.dim() > 0:
-                self._made[id(out)] = (name, line, out)  # keep it alive so its id stays its own
+                self._factories.setdefault((name, line))
+                self._made[id(out)] = (frozenset({(name, line)}), out)
         elif self._made and isinstance(out, torch.Tensor):
             self._follow(name, args, out)
         if self.precision is not None and self.lowered is None and line is not None and isinstance(out, torch.Tensor) \
@@ -95,29 +99,39 @@ class Tracer(TorchFunctionMode):
         return out
 
     def _follow(self, name: str, args, out: torch.Tensor) -> None:
-        """A tensor made from a factory's (slopes from an arange, then cat, then .to(q)) carries its origin: when
-        one of them is moved to another device, the factory's tensor counts as moved."""
-        origin = self._origin(args)
-        if origin is None:
-            return
+        """A tensor made from factories' tensors (slopes from an arange, then cat, then .to(q); cos from the outer
+        product of two aranges) carries their origins: when it is moved to another device, so are they."""
         if name in MOVES and isinstance(args[0], torch.Tensor) and out.device != args[0].device:
-            self._moved.add(origin)
+            self._moved |= self._origins(args[:1])
         elif self.follow and out.device.type == "cpu" and out.dim() > 0:
-            self._made[id(out)] = (*origin, out)
+            origins = self._origins(args)
+            if origins:
+                self._made[id(out)] = (origins, out)
 
-    def _origin(self, args) -> tuple[str, int] | None:
+    def _origins(self, args) -> frozenset:
+        found = frozenset()
         for a in args:
             for x in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(x, torch.Tensor) and id(x) in self._made:
-                    return self._made[id(x)][:2]
-        return None
+                    found |= self._made[id(x)][0]
+        return found
+
+    def adopt(self, build: "Tracer", module, device: str) -> None:
+        """Take over what `build` (the tracer of the module's construction) saw made on the default device and kept
+        as a plain attribute of the module: unlike parameters and buffers, module.to(device) never moves those."""
+        for m in module.modules():
+            for value in vars(m).values():
+                if isinstance(value, torch.Tensor) and value.device.type != device and id(value) in build._made:
+                    origins, _ = build._made[id(value)]
+                    self._made[id(value)] = (origins, value)
+                    for key in sorted(origins, key=lambda k: k[1]):
+                        self._factories.setdefault(key)
 
     @property
     def off_device(self) -> list[tuple[str, int]]:
         """(factory, user line) of each tensor made on the default device and never moved, nor anything made
         from it."""
-        return list(dict.fromkeys((name, line) for name, line, _ in self._made.values()
-                                  if (name, line) not in self._moved))
+        return [key for key in self._factories if key not in self._moved]
 
     def user_line(self) -> int | None:
         return user_line(self.user_file, depth=3)

@@ -235,19 +235,35 @@ def device(check):
     makes on the default device (no device=) then meets the meta inputs and raises, or an output comes back
     elsewhere: on a GPU the same code would fail the same way. Where a GPU is present, the runner runs the
     code there too, in a process of its own (on_gpu, below, and process/gpu.py)."""
-    spec, case = check.spec, check.cases[0]
+    spec = check.spec
     if getattr(spec, "meta_run", True):
-        o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
-        check.guard(o)
-        found = _device_finding(check, o, "meta")
-        if found:
-            check.add(found)
-            return WARN, found.evidence
+        for case in _shapes_of_call(check.cases):
+            o = calls.run(spec, check.target, case, check.path, dtype=torch.float32, device="meta")
+            check.guard(o)
+            found = _device_finding(check, o, "meta")
+            if found:
+                check.add(found)
+                return WARN, found.evidence
+            if o.error is not None:
+                break
         note = (_say("follows_device") if o.error is None
                 else _say("meta_cannot_run", error=load.describe(o.error)))
     else:  # code that reads tensors' values (lengths) cannot run there at all: the contract skips it
         note = _say("meta_skipped")
     return PASS, note
+
+
+def _shapes_of_call(cases: list) -> list:
+    """The first case, and the first of each other way of calling (an optional input given in one and None in
+    another: sdpa with and without a mask), since code that builds a default for a missing input (a mask of ones)
+    makes that tensor only when it is missing."""
+    seen, out = set(), []
+    for case in cases:
+        missing = tuple(sorted(k for k, v in case.inputs.items() if v is None))
+        if missing not in seen:
+            seen.add(missing)
+            out.append(case)
+    return out
 
 
 READS = {"tolist", "item", "numpy", "__int__", "__float__", "__bool__", "__index__", "__len__", "__iter__"}
@@ -267,18 +283,21 @@ def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
         if "device" not in msg.lower() and not copied:
             return None  # e.g. .item() on meta: the meta device cannot run it, which says nothing about devices
         line = load.user_line(o.error, check.path)[0] or (made[0][1] if made else None)
+        # score 1.5: a run that raised or came back elsewhere is certain, ahead of warnings that are only possible
         return findings.make("device-mismatch", _say("device_raised", dev=dev, error=load.describe(o.error),
-                                                     said=said), line=line, score=1.0)
+                                                     said=said), line=line, score=1.5)
     if o.outputs is None:
         return None
     for name, out in zip(check.spec.outputs, o.outputs):
         if out.device.type != dev:
             return findings.make("device-mismatch", _say("comes_back_on", dev=dev, name=name, device=out.device.type,
-                                                         said=said), line=made[0][1] if made else None, score=1.0)
+                                                         said=said), line=made[0][1] if made else None, score=1.5)
     if made and guess:  # matmul, einsum and indexing accept a CPU operand on meta; on a GPU most of them raise
         op, line = made[0]
+        # score 1.2: a tensor that never reaches the inputs' device nearly always breaks there, ahead of warnings
+        # about a convention (nan-on-empty-row)
         return findings.make("device-mismatch", _say("never_moved", dev=dev, op=op, line=line), line=line,
-                             score=1.0)
+                             score=1.2)
     return None
 
 
