@@ -94,7 +94,8 @@ def _read(path: Optional[Path], ex: "Exercise") -> str:
             _fail(t("attempts.not_regular", id=ex.id, path=_show(path)), t("usage.fresh_skeleton", id=ex.id))
         return Path(path).read_text(encoding="utf-8", errors="replace")
     except (OSError, TypeError):
-        gone = t("attempts.file_gone", id=ex.id, path=_show(path)) if path else t("attempts.file_gone_nowhere", id=ex.id)
+        gone = (t("attempts.file_gone", id=ex.id, path=_show(path)) if path
+                else t("attempts.file_gone_nowhere", id=ex.id))
         _fail(gone, t("usage.fresh_skeleton", id=ex.id))
 
 
