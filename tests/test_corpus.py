@@ -146,11 +146,12 @@ def test_corpus_covers_every_pair():
 # the device stage's mechanisms, each shown by a blind file whatever the sample holds: a tensor made from two
 # CPU factories and moved (kv-cache), a plain tensor attribute that module.to() never moves (gqa), a default
 # made only when an optional input is missing (sdpa, mask=None), an output moved to the CPU ahead of the
-# NaN-on-empty-row warning (mha)
+# NaN-on-empty-row warning (mha), a CPU index where the meta device cannot run at all (paged-attention: traced)
 DEVICE_MECHANISMS = ["kv-cache/ok__blind_b42_positions_cpu_to.py",
                      "gqa/device-mismatch__blind_b42_plain_attr_expand.py",
                      "sdpa/device-mismatch__blind_b42_default_mask_cpu.py",
-                     "mha/device-mismatch__blind_b42_weights_cpu.py"]
+                     "mha/device-mismatch__blind_b42_weights_cpu.py",
+                     "paged-attention/device-mismatch__blind_b43_arange_token_index.py"]
 
 
 @pytest.mark.parametrize("name", DEVICE_MECHANISMS)

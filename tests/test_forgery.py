@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -45,7 +46,11 @@ def uniform(q, k, v, mask=None):
 
 # --- 1. the reference modules are watched -----------------------------------------------------------------
 
-def test_the_snapshot_loads_every_reference_module_and_watches_its_names_and_classes(snap):
+def test_the_snapshot_watches_every_loaded_reference_module_its_names_and_classes():
+    from attn_drill.judge.specs.base import load_references
+
+    load_references(["sdpa.py", "mha.py"])
+    snap = tamper.snapshot()
     labels = {s.label for s in snap.spaces}
     assert {"reference/sdpa.py", "reference/mha.py", "reference/mha.py:MultiHeadAttention"} <= labels
     ref = reference_module("sdpa.py")
@@ -351,3 +356,14 @@ def test_outputs_on_the_meta_device_for_a_cpu_call_are_the_users_mistake():
 def test_every_new_hostile_kind_has_its_file():
     stems = {p.stem.split("__")[0] for p in HOSTILE.glob("*/*.py")}
     assert {"checker-reached", "output-reused"} <= stems
+
+
+def test_a_check_loads_only_the_references_it_reads():
+    """Each reference costs a parse and a compile (about 15 ms, 21 of them): a check loads its exercise's and the
+    canary's (sdpa), and one never loaded is one the checked code cannot reach."""
+    code = ("from pathlib import Path\nfrom attn_drill.judge.engine import check_file\n"
+            "from attn_drill.judge.specs.base import REFERENCES\n"
+            "r = check_file(Path('reference/rope.py'), 'rope', 0)\nprint(r.passed, sorted(REFERENCES))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.split() == ["True", "['rope.py',", "'sdpa.py']"], out.stdout + out.stderr

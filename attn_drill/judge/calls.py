@@ -24,24 +24,27 @@ class Outcome:
     device: str = "cpu"
 
 
-def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu", record=None) -> Outcome:
+def run(spec, target, case: Case, path: Path, dtype=torch.float64, grad=False, device="cpu", record=None,
+        moves: bool = False) -> Outcome:
     """Call the user's code on one case under a tracer (`record`: its hook for every call, see Tracer); never
-    raises."""
+    raises. `moves`: on the CPU, follow the tensors made with no device= as on another device, counting the moves
+    asked for (Tracer.moves_named)."""
     tracer = Tracer(path, spec.forbidden, record=record)
     tracer.precision = dtype if dtype == torch.float64 else None
-    tracer.follow = str(device) != "cpu"
+    tracer.follow = str(device) != "cpu" or moves
+    tracer.moves_named = moves
     out = Outcome(case, tracer=tracer, dtype=dtype, device=str(device))
     try:
         kwargs = {}
         if hasattr(spec, "build"):  # a module: build it first (its layers are made on the CPU, then moved)
             build_tracer = Tracer(path, spec.forbidden)
-            build_tracer.follow = tracer.follow
+            build_tracer.follow, build_tracer.moves_named = tracer.follow, tracer.moves_named
             with build_tracer:
                 kwargs["module"], bad = spec.build(target, case, dtype, device)
             tracer.forbidden_calls += build_tracer.forbidden_calls
             if bad:
                 raise RuntimeError(bad.evidence)
-            if tracer.follow and isinstance(kwargs["module"], torch.nn.Module):
+            if str(device) != "cpu" and isinstance(kwargs["module"], torch.nn.Module):
                 try:
                     tracer.adopt(build_tracer, kwargs["module"], torch.device(device).type)
                 except Exception:  # noqa: BLE001 - what adopt finds only sharpens a guess; never the user's error

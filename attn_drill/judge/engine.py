@@ -13,7 +13,7 @@ from attn_drill.judge import audit, calls, diagnoses, forgery, load
 from attn_drill.judge.probes import generic as probes
 from attn_drill.judge.compare import TOL, diff, where
 from attn_drill.judge.specs import SPECS
-from attn_drill.judge.specs.base import load_references
+from attn_drill.judge.specs.base import load_references, needed
 from attn_drill.judge import tamper
 from attn_drill.judge.tamper import snapshot
 from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, STAGES, WARN, Report, Stage
@@ -38,7 +38,8 @@ class Check:
         self.outcomes: list[calls.Outcome] = []
 
     def arm(self) -> None:
-        audit.arm(self.path, load_references())  # from here on, the file's code may not reach into the checker
+        # from here on, the file's code may not reach into the checker
+        audit.arm(self.path, load_references(needed([self.report.exercise])))
         audit.take()
         self.torch_before = snapshot()
         self.ledger = forgery.Ledger(cache_ok=not self.spec.float_inputs)

@@ -99,15 +99,17 @@ class Snapshot:
 
 
 def snapshot() -> Snapshot:
-    """Everything a verdict depends on, as it is now. Loads the reference modules and adds the audit hook
-    first, so that both are in place before any user code runs."""
+    """Everything a verdict depends on, as it is now, the loaded reference modules included. Adds the audit hook
+    first, so that it is in place before any user code runs."""
     from attn_drill.judge import audit
-    from attn_drill.judge.specs.base import load_references
+    from attn_drill.judge.specs.base import REFERENCES
 
-    kernels = _kernels(deep=True)  # first: its canary imports sympy (0.5 s), cheaper without the hook
+    kernels = _kernels(deep=True)  # first: the canary loads the sdpa reference
     audit.install()
     lang()  # the language is chosen now: wording what changed (said) must not change i18n's own state later
-    references = load_references()
+    # the references loaded so far: the caller loaded those its checks read (specs.base.needed), and one never
+    # loaded is one the checked code cannot reach
+    references = dict(REFERENCES)
     snap = Snapshot()
     for label, ns in _TORCH.items():
         snap.spaces.append(_Space(label, ns, dict(vars(ns)), isinstance(ns, type)))

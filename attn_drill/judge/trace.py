@@ -67,6 +67,7 @@ class Tracer(TorchFunctionMode):
         self._factories: dict[tuple[str, int], None] = {}  # each such factory call, in order
         self._moved: set[tuple[str, int]] = set()  # those moved to another device, or made into a tensor moved
         self.follow = False  # follow what is made from such a tensor: calls.run sets it for a run off the CPU
+        self.moves_named = False  # on the CPU: .to(x.device), .to(x), .cuda(), .type_as(x) count as moves
         self._globals = None  # the user module's namespace, once a frame of the user's file has shown it
         self._walker = _walker(self)
         next(self._walker)
@@ -89,8 +90,8 @@ class Tracer(TorchFunctionMode):
             if isinstance(out, torch.Tensor) and out.dim() > 0:
                 self._factories.setdefault((name, line))
                 self._made[id(out)] = (frozenset({(name, line)}), out)
-        elif self._made and isinstance(out, torch.Tensor):
-            self._follow(name, args, out)
+        elif self._made and args:
+            self._follow(name, args, kwargs, out)
         if self.precision is not None and self.lowered is None and line is not None and isinstance(out, torch.Tensor) \
                 and out.is_floating_point() and out.dtype in LOWER and _reads_float64(args):
             self.lowered = (name, line, str(out.dtype).replace("torch.", ""))
@@ -98,10 +99,16 @@ class Tracer(TorchFunctionMode):
             self.record(line, name, args, kwargs, out)
         return out
 
-    def _follow(self, name: str, args, out: torch.Tensor) -> None:
+    def _follow(self, name: str, args, kwargs: dict, out) -> None:
         """A tensor made from factories' tensors (slopes from an arange, then cat, then .to(q); cos from the outer
-        product of two aranges) carries their origins: when it is moved to another device, so are they."""
-        if name in MOVES and isinstance(args[0], torch.Tensor) and out.device != args[0].device:
+        product of two aranges) carries their origins: when it is moved to another device, so are they. With
+        `moves_named` (a run on the CPU, where nothing moves), a move asked for counts as one."""
+        if name in READS:  # its numbers read into Python (.tolist(), int()): that works from any device
+            self._moved |= self._origins(args[:1])
+        elif not isinstance(out, torch.Tensor):
+            return
+        elif name in MOVES and isinstance(args[0], torch.Tensor) and (
+                out.device != args[0].device or (self.moves_named and _names_a_device(name, args, kwargs))):
             self._moved |= self._origins(args[:1])
         elif self.follow and out.device.type == "cpu" and out.dim() > 0:
             origins = self._origins(args)
@@ -157,6 +164,20 @@ class Tracer(TorchFunctionMode):
     def first_line(self, names: set[str], last: bool = False) -> int | None:
         hits = [line for name, line in self.calls if name in names and line is not None]
         return (hits[-1] if last else hits[0]) if hits else None
+
+
+READS = frozenset({"tolist", "item", "numpy", "__int__", "__float__", "__bool__", "__index__", "__len__",
+                   "__iter__"})
+
+
+def _names_a_device(name: str, args, kwargs: dict) -> bool:
+    """A move that says where to: .cuda(), .type_as(x), or .to() given a device or a tensor (x.device, x); a device
+    written as text counts unless it is the CPU's ("cpu" says where it goes: not to the inputs)."""
+    if name in ("cuda", "type_as"):
+        return True
+    where = [kwargs.get("device"), *args[1:]]
+    return any(isinstance(a, (torch.Tensor, torch.device)) or (isinstance(a, str) and not a.startswith("cpu"))
+               for a in where)
 
 
 def _walker(tracer):

@@ -45,6 +45,11 @@ def main(argv: list[str]) -> int:
         from attn_drill import findings, i18n
 
         i18n.table(i18n.lang(), "ui"), findings.mistakes()  # the language and its words, fixed before user code runs
+        from attn_drill.judge.specs.base import load_references, needed
+
+        # a check loads only the references it reads (each costs a compile); explain and show, every one
+        tasks = {job.get("task") for job in spec["jobs"]} - {None, "gpu"}
+        load_references(None if tasks else needed(job["exercise"] for job in spec["jobs"]))
         # the last step before user code: from here on it may write only in the scratch folder (Linux)
         confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
         guard = Guard(tamper.snapshot(), tamper.changed_since)

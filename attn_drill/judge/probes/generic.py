@@ -8,6 +8,7 @@ from attn_drill import findings
 from attn_drill.i18n import t
 from attn_drill.judge import calls, load
 from attn_drill.judge.compare import TOL, diff, where
+from attn_drill.judge.trace import READS
 from attn_drill.report import FAIL, PASS, WARN
 
 
@@ -242,13 +243,25 @@ def device(check):
             check.guard(o)
             found = _device_finding(check, o, "meta")
             if found:
+                if case is not check.cases[0]:  # another way of calling showed it: say which
+                    found.evidence += _say("in_case", case=case.label)
                 check.add(found)
                 return WARN, found.evidence
             if o.error is not None:
                 break
         note = (_say("follows_device") if o.error is None
                 else _say("meta_cannot_run", error=load.describe(o.error)))
-    else:  # code that reads tensors' values (lengths) cannot run there at all: the contract skips it
+    else:  # code that reads tensors' values (lengths) cannot run there at all (the contract skips it): a trace on
+        # the CPU still sees a tensor made with no device= that is never moved, nor anything made of it
+        o = calls.run(spec, check.target, check.cases[0], check.path, dtype=torch.float32, moves=True)
+        check.guard(o)
+        made = o.tracer.off_device if o.tracer is not None and o.error is None else []
+        if made:
+            op, line = made[0]
+            found = findings.make("device-mismatch", _say("never_moved_traced", op=op, line=line), line=line,
+                                  score=1.2)
+            check.add(found)
+            return WARN, found.evidence
         note = _say("meta_skipped")
     return PASS, note
 
@@ -266,7 +279,6 @@ def _shapes_of_call(cases: list) -> list:
     return out
 
 
-READS = {"tolist", "item", "numpy", "__int__", "__float__", "__bool__", "__index__", "__len__", "__iter__"}
 
 
 def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
@@ -282,7 +294,8 @@ def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
         copied = "copy out of meta" in msg and last not in READS
         if "device" not in msg.lower() and not copied:
             return None  # e.g. .item() on meta: the meta device cannot run it, which says nothing about devices
-        line = load.user_line(o.error, check.path)[0] or (made[0][1] if made else None)
+        # the line that made the tensor on the wrong device, where the tracer saw it; else where the run raised
+        line = made[0][1] if made else load.user_line(o.error, check.path)[0]
         # score 1.5: a run that raised or came back elsewhere is certain, ahead of warnings that are only possible
         return findings.make("device-mismatch", _say("device_raised", dev=dev, error=load.describe(o.error),
                                                      said=said), line=line, score=1.5)

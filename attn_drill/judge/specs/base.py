@@ -99,13 +99,27 @@ def reference_module(exercise_file: str):
     return module
 
 
-def load_references() -> dict[str, object]:
-    """Every reference module, loaded now if not yet."""
+CANARY_REFERENCES = ("sdpa.py",)  # tamper.canary compares against it on every check
+
+
+def load_references(files=None) -> dict[str, object]:
+    """The reference modules `files` (every one when None), loaded now if not yet; all those loaded so far.
+
+    A check loads only its exercise's and the canary's (`needed`): each costs a parse and a compile (about 15 ms),
+    and one that is never loaded is one the checked code cannot reach either."""
     from attn_drill import paths
 
-    for path in sorted(paths.REFERENCE.glob("*.py")):
-        reference_module(path.name)
+    names = sorted(p.name for p in paths.REFERENCE.glob("*.py")) if files is None else sorted(set(files))
+    for name in names:
+        reference_module(name)
     return REFERENCES
+
+
+def needed(exercises) -> set[str]:
+    """The reference files the checks of `exercises` (catalogue ids) read: each one's own and the canary's."""
+    from attn_drill.judge.specs import SPECS
+
+    return {SPECS[e].file for e in exercises if e in SPECS} | set(CANARY_REFERENCES)
 
 
 class _Gated(ast.NodeTransformer):
