@@ -116,10 +116,12 @@ def load_references(files=None) -> dict[str, object]:
 
 
 def needed(exercises) -> set[str]:
-    """The reference files the checks of `exercises` (catalogue ids) read: each one's own and the canary's."""
+    """The reference files the checks of `exercises` (catalogue ids) read: each one's own, those its diagnoses read
+    (a spec's `reads`), and the canary's. One loaded later would change the watched REFERENCES mid-check."""
     from attn_drill.judge.specs import SPECS
 
-    return {SPECS[e].file for e in exercises if e in SPECS} | set(CANARY_REFERENCES)
+    specs = [SPECS[e] for e in exercises if e in SPECS]
+    return {s.file for s in specs} | {f for s in specs for f in getattr(s, "reads", ())} | set(CANARY_REFERENCES)
 
 
 class _Gated(ast.NodeTransformer):

@@ -50,6 +50,7 @@ def padding(gen, B: int, T: int) -> torch.Tensor:
 
 
 class LayerSpec(ModuleSpec):
+    reads = ("mha.py",)  # diagnoses/layers.py checks the attention inside the layer against mha's model answer
     outputs = ("out",)
     axes = {"out": ("batch", "query", "feature")}
     positional = ("d_model", "num_heads", "d_ff")
