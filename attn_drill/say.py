@@ -66,25 +66,43 @@ def cells(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
-def fill(text: str, width: int, indent: str = "") -> str:
-    """`text` wrapped to `width` columns, each line starting with `indent` (the first too): between words, and
-    between Chinese characters (never before a closing mark). Plain text, for the screens drawn without rich."""
-    units = re.findall(r"[^\s\u2e80-\u9fff\uff00-\uffef]+|[\u2e80-\u9fff\uff00-\uffef]|\s+", text)
+# characters that take two terminal cells, between which a line may break (CJK, Hangul, full-width forms)
+WIDE = re.compile("[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+CLOSING = "，。、；：！？）》」』】,.;:!?)"  # never starts a line
+OPENING = "（《「『【"  # never ends one
+# one unit: a run of non-space, non-wide characters (a word, a glued phrase, code), one wide character, or spaces
+_UNIT = re.compile(f"[^ {WIDE.pattern[1:-1]}]+|{WIDE.pattern}| +")
+
+
+def wrap_cells(line: str, width: int, indent: str = "", measure=cells, blanks: str = " ") -> str:
+    """One line of mixed Chinese and code wrapped to `width` terminal cells (`measure`: a wide character takes
+    two), between words or between wide characters, never inside a word, never before a closing mark (，。) or
+    after an opening one; each continuation line starts with `indent` and none with `blanks`. The one wrapping
+    rule of every screen, plain (fill) or drawn with rich (render.report)."""
     merged: list[str] = []
-    for u in units:
-        if merged and u[0] in "，。、；：！？）》」" and not merged[-1].isspace():
+    for u in _UNIT.findall(line):  # closing marks cling to what comes before, opening ones to what comes after
+        if merged and (u[0] in CLOSING or merged[-1][-1] in OPENING) and not merged[-1].isspace():
             merged[-1] += u
         else:
             merged.append(u)
-    lines, row = [], indent
+    out, row, used = [], "", 0
     for u in merged:
-        if u.isspace():
-            if row.strip():
-                row += " "
-            continue
-        if row.strip() and cells(row + u) > width:
-            lines.append(row.rstrip())
-            row = indent
+        w = measure(u)
+        if row.strip(blanks) and not u.isspace() and used + w > width:
+            out.append(row.rstrip(" "))
+            row, used = indent, measure(indent)
+        if out and row == indent:  # no blanks at the start of a continuation line
+            u = u.lstrip(blanks)
+            if not u:
+                continue
+            w = measure(u)
         row += u
-    lines.append(row.rstrip())
-    return "\n".join(lines)
+        used += w
+    out.append(row.rstrip(" "))
+    return "\n".join(out)
+
+
+def fill(text: str, width: int, indent: str = "") -> str:
+    """`text` wrapped to `width` columns, each line starting with `indent` (the first too), its own white space
+    run together: wrap_cells, for the screens drawn without rich."""
+    return wrap_cells(indent + " ".join(text.split()), width, indent)

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from attn_drill import i18n
 from attn_drill.i18n import t
-from attn_drill.say import printable
+from attn_drill.say import CLOSING, WIDE, printable, wrap_cells
 from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def phrases(value: str, width: int, hang: str = "") -> str:
     lines = []
     for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
         lead = line[:len(line) - len(line.lstrip(" "))]
-        if _WIDE.search(line):
+        if WIDE.search(line):
             lines.append(_wrap_cells(line, max(20, width), lead + hang))
             continue
         lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead + hang,
@@ -171,40 +171,11 @@ def phrases(value: str, width: int, hang: str = "") -> str:
     return "\n".join(lines).replace(NBSP, " ")
 
 
-_WIDE = re.compile("[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
-_CLOSING = "，。、；：！？）》」』】,.;:!?)"  # never starts a line
-_OPENING = "（《「『【"  # never ends one
-# one unit: a run of non-space, non-wide characters (a word, a glued phrase, code), one wide character, or spaces
-_UNIT = re.compile(f"[^ {_WIDE.pattern[1:-1]}]+|{_WIDE.pattern}| +")
-
-
 def _wrap_cells(line: str, width: int, indent: str) -> str:
-    """One line of mixed Chinese and code wrapped to `width` terminal cells (a wide character takes two), between
-    words or between wide characters, never inside a word or a glued phrase."""
+    """say.wrap_cells measured as rich measures (cell_len), a glued phrase's NBSP kept off a line's start."""
     from rich.cells import cell_len
 
-    units = _UNIT.findall(line)
-    merged: list[str] = []
-    for u in units:  # closing marks cling to what comes before, opening ones to what comes after
-        if merged and (u[0] in _CLOSING or merged[-1][-1] in _OPENING) and not merged[-1].isspace():
-            merged[-1] += u
-        else:
-            merged.append(u)
-    out, row, used = [], "", 0
-    for u in merged:
-        w = cell_len(u)
-        if used and not u.isspace() and used + w > width:
-            out.append(row.rstrip(" "))
-            row, used = indent, cell_len(indent)
-        if used == cell_len(indent) and out:  # no spaces at the start of a continuation line
-            u = u.lstrip(" " + NBSP)
-            if not u:
-                continue
-            w = cell_len(u)
-        row += u
-        used += w
-    out.append(row.rstrip(" "))
-    return "\n".join(out)
+    return wrap_cells(line, width, indent, measure=cell_len, blanks=" " + NBSP)
 
 
 def hanging(label: str, body: str, width: int = 80, label_style: str = "", body_style: str = "") -> Text:
@@ -441,9 +412,9 @@ def _fold(parts: list, width: int) -> list:
 
     out, used = [], 0
     for text, style in words:
-        wide_break = bool(out) and bool(_WIDE.match(text) or _WIDE.search(out[-1][0][-1:]))
-        if used and used + cell_len(text.rstrip()) > width and text[:1] in _CLOSING and len(out) > 1 and (
-                out[-2][0].endswith(" ") or _WIDE.search(out[-2][0][-1:]) or _WIDE.match(out[-1][0])):
+        wide_break = bool(out) and bool(WIDE.match(text) or WIDE.search(out[-1][0][-1:]))
+        if used and used + cell_len(text.rstrip()) > width and text[:1] in CLOSING and len(out) > 1 and (
+                out[-2][0].endswith(" ") or WIDE.search(out[-2][0][-1:]) or WIDE.match(out[-1][0])):
             # a closing mark (。) never starts a line: the word before it goes down with it
             before = out.pop()
             out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
@@ -459,7 +430,7 @@ def _fold(parts: list, width: int) -> list:
     return out
 
 
-_WORDS = re.compile(f"[^ {_WIDE.pattern[1:-1]}]+[{_CLOSING}]* ?|{_WIDE.pattern}[{_CLOSING}]* ?| +")
+_WORDS = re.compile(f"[^ {WIDE.pattern[1:-1]}]+[{CLOSING}]* ?|{WIDE.pattern}[{CLOSING}]* ?| +")
 
 
 def say_key(out: Console, key: str, **params) -> None:
