@@ -1,9 +1,10 @@
 """The diagnosis corpus: every known-wrong file is named first, every correct file passes.
 
 Check only some exercises with CORPUS=mha,gqa python -m pytest tests/test_corpus.py. By default one file of
-each (exercise, slug), four correct ones per exercise, every two-mistake and warning-only file, and two blind
-files of each (exercise, slug) are checked (SAMPLED); `-m slow` checks the rest, and
-CORPUS=all (or naming exercises) checks every file of those exercises by default.
+each (exercise, slug), a blind one where there is one, four correct ones per exercise, and every two-mistake
+and warning-only file are checked (SAMPLED); `-m slow` checks the rest, and CORPUS=all (or naming exercises)
+checks every file of those exercises by default. An exercise's files are the tests of one class, which
+pytest-xdist keeps on one worker (they are checked in one batch).
 
 tests/corpus/<exercise>/<slug>__<tag>.py holds exactly one mistake, the slug that must come first;
 tests/corpus/<exercise>/ok__<style>.py is correct and must pass with no error finding;
@@ -34,24 +35,22 @@ TIMED = {"sdpa", "kv-cache", "flash", "decoder-layer"}
 
 
 def _sampled(files: list) -> list:
-    """The default run's share (`-m slow` checks the rest): a file of each (exercise, first finding), four correct
-    ones, every two-mistake and warning-only file, and two blind files (written without reading the checker) of
-    each (exercise, first finding)."""
-    seen: dict = {}
-    blind: dict = {}
-    out = []
+    """The default run's share (`-m slow` checks the rest): a file of each (exercise, first finding), the first
+    blind one (written without reading the checker: a form nobody foresaw) where there is one, four correct
+    ones, every two-mistake and warning-only file."""
+    by_key: dict = {}
     for p in files:
-        key = (p.parent.name, p.stem.split("__")[0])
-        if "__blind_" in p.name:
-            blind[key] = blind.get(key, 0) + 1
-            if blind[key] <= 2:
-                out.append(p)
-            continue
-        seen[key] = seen.get(key, 0) + 1
-        most = 4 if key[1] == "ok" else 0 if key[1] == "timeout" and key[0] not in TIMED else 1
-        if seen[key] <= most or "+" in key[1] or key[1].startswith("ok-"):
-            out.append(p)
-    return out
+        by_key.setdefault((p.parent.name, p.stem.split("__")[0]), []).append(p)
+    out = []
+    for (exercise, head), group in by_key.items():
+        if head == "ok":
+            out += group[:4]
+        elif "+" in head or head.startswith("ok-"):
+            out += group
+        elif head != "timeout" or exercise in TIMED:
+            blind = [p for p in group if "__blind_" in p.name]
+            out.append((blind or group)[0])
+    return sorted(out)
 
 
 SAMPLED = FILES if ONLY else _sampled(FILES)
@@ -86,15 +85,33 @@ def expected_slug(path: Path) -> str | None:
     return None if head == "ok" else head
 
 
-@pytest.mark.parametrize("path", SAMPLED, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_corpus_file(path):
-    expect_named_first(path)
+def _files(files: list, exercise: str) -> list:
+    return [pytest.param(p, id=f"{p.parent.name}/{p.stem}") for p in files if p.parent.name == exercise]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", REST, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_corpus_file_beyond_the_sample(path):
-    expect_named_first(path)
+def _tests_of(exercise: str) -> type:
+    """One exercise's files as the tests of one class: pytest-xdist (--dist loadscope) keeps a class on one
+    worker, so the exercise's batch is checked once."""
+
+    @pytest.mark.parametrize("path", _files(SAMPLED, exercise))
+    def test_corpus_file(self, path):
+        expect_named_first(path)
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("path", _files(REST, exercise))
+    def test_corpus_file_beyond_the_sample(self, path):
+        expect_named_first(path)
+
+    tests = {}  # a class without files of a kind (CORPUS=... runs only some) has no test of that kind
+    if _files(SAMPLED, exercise):
+        tests["test_corpus_file"] = test_corpus_file
+    if _files(REST, exercise):
+        tests["test_corpus_file_beyond_the_sample"] = test_corpus_file_beyond_the_sample
+    return type(f"TestCorpus_{exercise.replace('-', '_')}", (), tests)
+
+
+for _exercise in sorted({p.parent.name for p in FILES}):
+    globals()[f"TestCorpus_{_exercise.replace('-', '_')}"] = _tests_of(_exercise)
 
 
 def expect_named_first(path: Path) -> None:

@@ -54,8 +54,9 @@ def check(files: list, seeds: tuple) -> None:
     assert not differ, "verdicts that change with the seed or miss:\n" + "\n".join(differ)
 
 
-def test_sampled_files_keep_their_verdict_under_other_seeds():
-    check(sample(), SEEDS)
+class TestSeedsOfTheSample:  # a class of its own: pytest-xdist (--dist loadscope) runs it beside the module's other test
+    def test_sampled_files_keep_their_verdict_under_other_seeds(self):
+        check(sample(), SEEDS)
 
 
 @pytest.mark.slow
