@@ -14,6 +14,7 @@ import pytest
 from attn_drill import catalogue, findings, i18n
 from attn_drill.practice import questions
 from attn_drill.say import cells
+from attn_drill.store.config import save_lang
 
 ROOT = Path(__file__).resolve().parents[1]
 PLACEHOLDER = re.compile(r"\{(\w+)(?:![rsa])?(?::[^{}]*)?\}")
@@ -121,7 +122,7 @@ def test_the_flag_beats_the_variable_which_beats_the_saved_setting_which_beats_t
     for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
         monkeypatch.delenv(name, raising=False)
     assert i18n.choose() == "zh"
-    i18n.save("en")
+    save_lang("en")
     assert i18n.choose() == "en"
     monkeypatch.setenv("ATTN_DRILL_LANG", "zh")
     assert i18n.choose() == "zh"

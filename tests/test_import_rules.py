@@ -4,8 +4,9 @@
 - commands/ and render/: no torch (only the worker imports it);
 - judge/: nothing of commands/, render/, practice/, store/ or process/ (the verdict knows no CLI and no process);
 - process/: nothing of commands/, render/, practice/ or store/;
-- notebook/: no torch and nothing of judge/ (a notebook's code runs in the worker, never in the kernel);
-- the root's shared modules (catalogue, findings, report, say, paths, limits): none of the folders.
+- notebook/: no torch and nothing of judge/ (a notebook's code runs in the worker, never in the kernel); it is
+  the top floor: no other folder imports it;
+- the root's shared modules (catalogue, findings, report, say, paths, limits) and i18n/: none of the folders.
 
 These replace the "no torch here" promises docstrings used to make. A rule is read off the source (ast), so a
 rule broken inside a function that no test calls is still caught."""
@@ -22,15 +23,16 @@ FOLDERS = ("commands", "render", "practice", "store", "process", "judge", "noteb
 SHARED = ("catalogue", "findings", "report", "say", "paths", "limits")
 
 # the place (a folder, or a root module) -> the imports it may not make: a top-level package, or a part of ours
+TOP = "attn_drill.notebook"
 RULES = {
-    "practice": {"torch", "rich", "typer"},
-    "store": {"torch", "rich", "typer"},
-    "commands": {"torch"},
-    "render": {"torch"},
-    "judge": {f"attn_drill.{f}" for f in ("commands", "render", "practice", "store", "process")},
-    "process": {f"attn_drill.{f}" for f in ("commands", "render", "practice", "store")},
+    "practice": {"torch", "rich", "typer", TOP},
+    "store": {"torch", "rich", "typer", TOP},
+    "commands": {"torch", TOP},
+    "render": {"torch", TOP},
+    "judge": {f"attn_drill.{f}" for f in ("commands", "render", "practice", "store", "process", "notebook")},
+    "process": {f"attn_drill.{f}" for f in ("commands", "render", "practice", "store", "notebook")},
     "notebook": {"torch", "attn_drill.judge"},
-    **{m: {f"attn_drill.{f}" for f in FOLDERS} for m in SHARED},
+    **{m: {f"attn_drill.{f}" for f in FOLDERS} for m in (*SHARED, "i18n")},
 }
 
 
@@ -84,6 +86,8 @@ def test_the_package_root_holds_at_most_ten_modules():
     ("judge/engine.py", "from attn_drill import store\n", "no attn_drill.store in judge"),
     ("process/runner.py", "from attn_drill.render import report\n", "no attn_drill.render in process"),
     ("findings.py", "from attn_drill.judge import compare\n", "no attn_drill.judge in findings"),
+    ("i18n/__init__.py", "def f():\n    from attn_drill.store.atomic import write_atomic\n", "no attn_drill.store in i18n"),
+    ("commands/drill.py", "from attn_drill.notebook.api import check\n", "no attn_drill.notebook in commands"),
 ])
 def test_a_broken_rule_is_caught(rel, source, rule):
     files = package_files()

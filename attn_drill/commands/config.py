@@ -1,4 +1,4 @@
-"""`attn-drill config`: the user's preferences. One for now: the language (i18n.save keeps it in config.json in
+"""`attn-drill config`: the user's preferences. One for now: the language (store.config keeps it in config.json in
 the user's folder). No torch, no rich."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Optional
 from attn_drill import i18n
 from attn_drill.commands.usage import fail, show
 from attn_drill.i18n import t
+from attn_drill.store.config import save_lang
 
 
 def cmd_config(key: Optional[str], value: Optional[str]) -> None:
@@ -23,7 +24,7 @@ def cmd_config(key: Optional[str], value: Optional[str]) -> None:
     if value not in (*i18n.LANGS, "auto"):
         fail(t("config.bad_value", value=value), t("usage.try", command="attn-drill config lang zh"))
     try:
-        path = i18n.save(None if value == "auto" else value)
+        path = save_lang(None if value == "auto" else value)
     except OSError as e:
         fail(f"{show(e.filename or '')}: {e.strerror or e}")
     if value == "auto":

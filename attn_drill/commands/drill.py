@@ -207,7 +207,7 @@ def _said_written(out, written, path: str, old: str, new: str) -> None:
 
 
 def _start_notebook(ex, folder: Optional[Path], force: bool) -> None:
-    from attn_drill.notebook.practice import notebook
+    from attn_drill.practice.notebook import notebook
     from attn_drill.render import report as render
     from attn_drill.store import workspace
 

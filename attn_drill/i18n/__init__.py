@@ -56,25 +56,6 @@ def saved() -> str | None:
         return None
 
 
-def save(lang: str | None) -> Path:
-    """Keep `lang` as the preference (None forgets it); the file written."""
-    from attn_drill import paths
-    from attn_drill.store.atomic import write_atomic
-
-    path = paths.home() / CONFIG
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        data = data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        data = {}
-    if lang is None:
-        data.pop("lang", None)
-    else:
-        data["lang"] = lang
-    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode())
-    return path
-
-
 def from_locale(env=None) -> str:
     """The locale's language, in gettext's order: LANGUAGE, LC_ALL, LC_MESSAGES, LANG, then locale.getlocale()."""
     env = os.environ if env is None else env
