@@ -54,9 +54,19 @@ def check(files: list, seeds: tuple) -> None:
     assert not differ, "verdicts that change with the seed or miss:\n" + "\n".join(differ)
 
 
-class TestSeedsOfTheSample:  # a class of its own: pytest-xdist (--dist loadscope) runs it beside the module's other test
+def _seeds_of(exercise: str) -> type:
+    """One exercise's share of the sample as a class of its own: pytest-xdist (--dist loadscope) spreads the
+    classes over its workers."""
+
     def test_sampled_files_keep_their_verdict_under_other_seeds(self):
-        check(sample(), SEEDS)
+        check([p for p in sample() if p.parent.name == exercise], SEEDS)
+
+    test = test_sampled_files_keep_their_verdict_under_other_seeds
+    return type(f"TestSeeds_{exercise.replace('-', '_')}", (), {test.__name__: test})
+
+
+for _exercise in sorted({p.parent.name for p in sample()}):
+    globals()[f"TestSeeds_{_exercise.replace('-', '_')}"] = _seeds_of(_exercise)
 
 
 @pytest.mark.slow
