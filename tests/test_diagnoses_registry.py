@@ -82,3 +82,15 @@ def test_a_diagnosis_that_raises_leaves_the_verdict_standing():
     assert errors == ["missing-scale"] and not rep["passed"], rep["findings"]
     assert len(notes) == 1 and notes[0]["level"] == "warning"
     assert "the diagnosis broken failed: KeyError" in notes[0]["evidence"]
+
+
+def test_an_exception_from_another_line_is_not_called_the_same_mistake():
+    """A cause seen only where the code runs (the departure) explains the cases that raise only when they raise at
+    its line. This layer's attention departs at its merge (line 36) and, with bias=False, raises at line 38 adding
+    a None bias: two things, said as two ("also raises"), never "the same mistake is why your code raises"."""
+    from attn_drill.process import Job, run_checks
+
+    path = Path(__file__).parent / "corpus" / "encoder-layer" / "projection-before-merge__row_blocks.py"
+    (report,) = run_checks([Job(path, "encoder-layer")], seed=3, timeout=120)
+    evidence = report.findings[0].evidence
+    assert "your code also raises: TypeError" in evidence and "the same mistake is why" not in evidence, evidence

@@ -55,17 +55,21 @@ def diagnose(check) -> list[Finding]:
         out += causes
     elif check.spec.id in pairs.LAYERS:  # a mistake found inside a sub-layer may not be the layer's only one
         out += contained(pairs.second, check, out, max(causes, key=lambda f: f.score)) or []
+    departed = False  # the cause was seen only on the cases where the code runs
     if not causes and any(f.slug in SYMPTOMS for f in out):  # only a symptom: where the code runs, a cause?
         found = contained(departure_cause, check, out)
-        causes = [found] if found else []
+        causes, departed = ([found], True) if found else ([], False)
         out += causes
     symptoms = [f for f in out if f.slug in SYMPTOMS]
     if causes and symptoms:
         cause = max(causes, key=lambda f: f.score)
         for f in symptoms:
             out.remove(f)
-            said = ("evidence.attention.diagnoses.same_mistake_raises" if f.slug == "exception" else
-                    "evidence.attention.diagnoses.same_mistake_nan")
+            # a variant that reproduces the cases that raised explains them; a departure seen where the code runs
+            # explains them only when they raise at the departing line (else it is another mistake, said as one)
+            same = not departed or (f.line is not None and f.line == cause.line)
+            said = "evidence.attention.diagnoses." + ("same_mistake" if same else "also") + (
+                "_raises" if f.slug == "exception" else "_nan")
             sep = t("evidence.attention.diagnoses.symptom_sep")  # what follows the exception's text (generic.py)
             if f.evidence.split(sep, 1)[0].rstrip(" ，") not in cause.evidence:  # not said already (raises_too)
                 cause.evidence += t(said, evidence=f.evidence)
