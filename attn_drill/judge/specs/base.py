@@ -121,7 +121,7 @@ def needed(exercises) -> set[str]:
     from attn_drill.judge.specs import SPECS
 
     specs = [SPECS[e] for e in exercises if e in SPECS]
-    return {s.file for s in specs} | {f for s in specs for f in getattr(s, "reads", ())} | set(CANARY_REFERENCES)
+    return {s.file for s in specs} | {f for s in specs for f in s.reads} | set(CANARY_REFERENCES)
 
 
 class _Gated(ast.NodeTransformer):
@@ -244,6 +244,7 @@ class Spec:
 
     id: str
     file: str
+    reads: tuple[str, ...] = ()  # other model answers its diagnoses check against (the layers read mha.py)
     name: str  # the name the file must define (the first one, when there are several)
     outputs: tuple[str, ...]
     axes: dict[str, tuple[str, ...]]  # output name -> axis names, for locating a mismatch
