@@ -58,6 +58,7 @@ class Op:
     kind: str = ""  # reference only: projection | head split | scores | scale | mask | softmax | ...
     aux: bool = False  # reference only: a boolean helper (a mask derived from the input mask), not a step
     free: bool = False  # made from no data: only from shapes and constants (arange, the RoPE frequencies)
+    copied: bool = False  # a mask that holds the pattern of a tensor the user's lines did not make (the input's)
     var: str = ""  # reference only: the variable its line assigns ("return" for a return statement)
 
 
@@ -69,9 +70,10 @@ class Departure:
     how: str  # what differs there, in words
     relation: str = "differs"  # what differs, as a code (RELATIONS): the departure's name for the mistake
     params: dict = field(default_factory=dict)  # the relation's numbers, for the finding's wording (a fill value)
+    line_in_how: bool = False  # `how` says the line itself (a result thrown away there is not the step)
 
     def said(self) -> str:
-        if self.line:
+        if self.line and not self.line_in_how:
             return _say("departs_at_line", step=self.step, line=self.line, how=self.how)
         return _say("departs", step=self.step, how=self.how)
 
@@ -84,6 +86,7 @@ class Recorder:
         self.ops: list[Op] = []
         self.made: dict[int, int] = {}  # id(tensor) -> index of the op that made it last
         self.alive: list[torch.Tensor] = []
+        self.ours: set[int] = set()  # ids of every tensor the traced lines made, integer ones too (aranges)
 
     def __call__(self, line, name, args, kwargs, out):
         if len(self.ops) >= MAX_OPS or line in self.skip:
@@ -95,12 +98,20 @@ class Recorder:
         parents = tuple(sorted({self.made[id(x)] for x in read if id(x) in self.made}))
         # no input, weight or cache read, and only from tensors made that way
         free = all(id(x) in self.made for x in read) and all(self.ops[p].free for p in parents)
+        given = [x for x in read if id(x) not in self.ours]  # the input, the weights: made by no traced line
         for x in _tensors(out):
+            self.ours.add(id(x))
+            self.alive.append(x)  # held, so that no later tensor gets its id
             if x.is_floating_point() or x.dtype == torch.bool:
-                self.alive.append(x)  # held, so that no later tensor gets its id
                 self.made[id(x)] = len(self.ops)
                 self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
-                                   boolean=x.dtype == torch.bool, free=free))
+                                   boolean=x.dtype == torch.bool, free=free,
+                                   copied=x.dtype == torch.bool and _copies(x, given)))
+
+
+def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
+    """The mask holds the pattern of one of the given tensors (the input's mask, converted or negated)."""
+    return any(x.numel() > 1 and same_pattern(x.detach().cpu(), mask.detach().cpu()) for x in given)
 
 
 def record(path: Path, call, skip: set[int] = frozenset()) -> list[Op]:
@@ -225,6 +236,16 @@ def assigned(source: str) -> dict[int, str]:
     return out
 
 
+def discarded(source: str) -> set[int]:
+    """The lines of every statement that is a bare expression: what a call there returns is thrown away (a
+    `scores.masked_fill(...)` never assigned)."""
+    out: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Expr) and not isinstance(node.value, ast.Constant):
+            out.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return out
+
+
 def constructor_lines(source: str) -> set[int]:
     """The lines of every __init__ in the source."""
     out: set[int] = set()
@@ -311,8 +332,10 @@ def informative(t: torch.Tensor) -> bool:
     return flat.numel() >= 2 and not bool((flat == flat[0]).all())
 
 
-def departure(ref: list[Op], user: list[Op], bool_steps: bool = False) -> Departure | None:
-    """The first reference step the user's code gets wrong while it gets right every step it is computed from."""
+def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: set[int] = frozenset()
+              ) -> Departure | None:
+    """The first reference step the user's code gets wrong while it gets right every step it is computed from.
+    `thrown`: the user's lines whose result is thrown away (discarded())."""
     if not ref:
         return None
     hits = reproduced(ref, user)
@@ -326,7 +349,7 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False) -> Depart
         if right[i]:
             continue
         if all(right[p] for p in r.parents):
-            return explain(ref, i, user, hits)
+            return explain(ref, i, user, hits, thrown)
     return None
 
 
@@ -341,7 +364,8 @@ def children(ref: list[Op], i: int) -> list[int]:
     return [j for j in range(i + 1, len(ref)) if i in ref[j].parents]
 
 
-def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], shortlist: int = 6) -> Departure:
+def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], thrown: set[int] = frozenset(),
+            shortlist: int = 6) -> Departure:
     """The departure at reference step i, said with the user's tensor that stands for it: among those made from the
     user's tensors that reproduce the step's inputs (else any made after them), one whose difference has a name
     (a factor, -inf kept finite, ...), else the nearest. Only a short list of the nearest is described."""
@@ -381,7 +405,99 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], short
     # a step left out is stood for by the tensor it starts from, which is right: its line is where the step belonged
     # only when the model answer computes both on one line (a scale dropped from `s = q @ k^T * scale`)
     beside = any(hits[p] == j and ref[p].line == r.line for p in r.parents)
-    return Departure(r.label, r.kind, user[j].line if not skipped or beside else None, how, code, params)
+    line = user[j].line if not skipped or beside else None
+    if line is None and code == "other-step":  # the step's input stands for it: thrown away, or not read (a softmax)?
+        if user[j].line in thrown and not any(j in u.parents for u in user):  # j: the input step, made right
+            step = step_words(ref[next(p for p in r.parents if hits[p] == j)].kind, "", bare=True)
+            return Departure(r.label, r.kind, user[j].line, _say("thrown", line=user[j].line, step=step), code,
+                             params, line_in_how=True)
+        line = next((u.line for u in user[after + 1:] if _same_call(u, r)), None)
+    if code in WRONG_MASK and line is not None:
+        line = mask_origin(user, j)
+    elif code == "factor" and line is not None:
+        line = user[factor_origin(user, j, r)].line
+    elif code in MADE_ELSEWHERE and line is not None:
+        line = user[made_by(user, j)].line
+    return Departure(r.label, r.kind, line, how, code, params)
+
+
+WRONG_MASK = {"hides", "shows", "hides-and-shows", "moved"}  # the mask's pattern is wrong, not how it is applied
+MADE_ELSEWHERE = {"differs", "nan"}  # wrong numbers, which a view only carries on (not another step's)
+
+
+def factor_origin(user: list[Op], j: int, r: Op) -> int:
+    """The op that made user[j]'s factor off the reference's step r: a mask or a view applied after it keeps the
+    factor (a scale left out of the scores shows as masked scores a factor off), so the first op holding it."""
+    def factors(k: int) -> list[float]:
+        return [f for f in (_factor(view, r.out) for view, _ in layouts(user[k].out, r.out.shape)) if f is not None]
+
+    c = next(iter(factors(j)), None)
+    while c is not None:
+        ups = [p for p in user[j].parents if user[p].out.numel() == r.out.numel() and any(
+            abs(f - c) <= 1e-6 * abs(c) for f in factors(p))]
+        if len(ups) != 1:
+            break
+        j = ups[0]
+    return j
+
+
+def _factor(u: torch.Tensor, want: torch.Tensor) -> float | None:
+    """c when u is c times want where both are finite (c not 1), else None."""
+    both = torch.isfinite(want) & torch.isfinite(u)
+    uu, ww = u[both], want[both]
+    if not ww.numel() or float(ww.norm()) == 0:
+        return None
+    c = float((uu * ww).sum() / (ww * ww).sum())
+    return c if abs(c - 1) > 1e-6 and c != 0 and distance(uu, c * ww) <= SAME else None
+
+
+def made_by(user: list[Op], j: int) -> int:
+    """The op that made user[j]'s numbers: a view that keeps every number of its source (`x[..., None]`, a
+    transpose) holds numbers made where that one was."""
+    while user[j].name in LAYOUT and len(user[j].parents) == 1:
+        p = user[j].parents[0]
+        if user[p].out.numel() != user[j].out.numel() or not torch.equal(signature(user[p].out),
+                                                                          signature(user[j].out)):
+            break
+        j = p
+    return j
+
+
+def _same_call(u: Op, r: Op) -> bool:
+    """u is the user's softmax where the reference's step r is one (made from other scores), as many numbers."""
+    return u.out.numel() == r.out.numel() and u.name in SOFTMAX and r.name in SOFTMAX
+
+
+def mask_origin(user: list[Op], j: int) -> int | None:
+    """The line that made the wrong mask user[j] applies. A mask carries its pattern, as it is or negated, through
+    the ops that follow (`~keep`, a view, `.bool()`): the first op that holds the pattern made it, and is the line
+    when it computed it (a tril, a comparison of positions). A mask that only copies the input's, or none, leaves
+    the line where the mask is applied: that is where it went wrong."""
+    carriers = [p for p in user[j].parents if _two_valued(user[p])]
+    if len(carriers) != 1:
+        return user[j].line
+    b = carriers[0]
+    while True:
+        ups = [p for p in user[b].parents if _two_valued(user[p]) and same_pattern(user[p].out, user[b].out)]
+        if len(ups) != 1:
+            return user[j].line if user[b].copied else user[b].line
+        b = ups[0]
+
+
+def _two_valued(op: Op) -> bool:
+    """A mask: booleans, or a tensor of two values (0 and 1, 0 and -inf)."""
+    return op.boolean or op.out.numel() > 1 and torch.unique(op.out).numel() <= 2
+
+
+def same_pattern(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same positions non-zero, as they are or negated, once broadcast (or, failing that, flattened)."""
+    try:
+        a, b = torch.broadcast_tensors(a != 0, b != 0)
+    except RuntimeError:
+        if a.numel() != b.numel():
+            return False
+        a, b = (a != 0).reshape(-1), (b != 0).reshape(-1)
+    return bool((a == b).all() or (a != b).all())
 
 
 def descendants(ops: list[Op], roots: set[int]) -> set[int]:
@@ -454,12 +570,9 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
         said = hiding(u, want)
         if said:
             return said
-    both = finite & torch.isfinite(u)
-    uu, ww = u[both], want[both]
-    if ww.numel() and float(ww.norm()) > 0:
-        c = float((uu * ww).sum() / (ww * ww).sum())
-        if abs(c - 1) > 1e-6 and c != 0 and distance(uu, c * ww) <= SAME:
-            return "factor", _say("factor", c=c, inverse=1 / c)
+    c = _factor(u, want)
+    if c is not None:
+        return "factor", _say("factor", c=c, inverse=1 / c)
     for k, other in enumerate(ref):
         if k != i and other.label != r.label and other.out.shape == want.shape and informative(other.out) and \
                 distance(u, other.out) <= SAME:
@@ -535,11 +648,16 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     label_steps(ref, source, getattr(spec, "step_names", None))
     keep = Recorder()
     calls.run(spec, target, case, path, record=keep)
-    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable)
+    try:
+        user_source = path.read_text(encoding="utf-8")
+        thrown = discarded(user_source)
+    except (OSError, SyntaxError, ValueError):
+        user_source, thrown = "", set()
+    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable, thrown=thrown)
     if gone is not None:  # said in the user's words: the variable their line assigns, never the model answer's
         try:
-            yours = assigned(path.read_text(encoding="utf-8")).get(gone.line, "") if gone.line else ""
-        except (OSError, SyntaxError, ValueError):
+            yours = assigned(user_source).get(gone.line, "") if gone.line else ""
+        except (SyntaxError, ValueError):
             yours = ""
         gone.step = step_words(gone.kind, yours)
     return gone

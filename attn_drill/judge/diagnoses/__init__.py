@@ -85,8 +85,10 @@ def diagnose(check) -> list[Finding]:
 STEP_OF = {"missing-output-projection": "output projection", "wrong-projection": "projection",
            "softmax-wrong-dim": "softmax", "missing-scale": "scale", "wrong-scale": "scale",
            "wrong-head-split": "head split", "wrong-head-merge": "merge", "kv-repeat-order": "kv repeat",
-           **{slug: "mask" for slug in ("missing-causal-mask", "mask-ignored", "mask-inverted", "mask-fill-zero",
-                                        "causal-diagonal", "causal-misaligned", "padding-off-by-one")},
+           **{slug: "mask" for slug in ("mask-inverted", "mask-fill-zero", "causal-diagonal", "causal-misaligned",
+                                        "padding-off-by-one")},
+           # a mask left out, or made and never used: the first wrong tensor is the softmax of the scores as they are
+           **{slug: ("mask", "softmax") for slug in ("missing-causal-mask", "mask-ignored")},
            # the sink's first wrong tensor is whatever step it joins wrongly (the scores, the softmax, the weights)
            "sink-ignored": None, "sink-misapplied": None,
            # a norm or a feed-forward written wrong makes its first wrong tensor inside the helper, whatever its kind
@@ -102,13 +104,17 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "alibi-slopes": ("slopes", "bias"), "alibi-sign": ("bias",), "alibi-key-only": ("bias",),
            "alibi-bias-scaled": ("bias", "scale"),
            # linear-attention: the feature map, the normaliser, the sums
-           "linear-feature-map": ("feature map",), "linear-no-normaliser": ("normaliser", "numerator"),
+           # (a feature map written as a helper is its `return`: a step the reference names by variable only)
+           "linear-feature-map": ("feature map", "step"), "linear-no-normaliser": ("normaliser", "numerator"),
            # a leak is a sum over the wrong keys: the localiser's first differing tensor is seldom the sum itself
            # (a chunked scan, a column of ones carrying z), so it gives the leak no line and no sentence
            "linear-causal-leak": (),
            # attention-backward: the gradient the mistake makes wrong first
            "softmax-backward-no-rowsum": ("dS",), "backward-missing-scale": ("dq", "dk"),
-           "backward-transposed": ("dv", "dP", "dq", "dk"),
+           # (a product of dS or P with a transposed operand: a matmul after the softmax, as a weighted sum is)
+           "backward-transposed": ("dv", "dP", "dq", "dk", "weighted sum"),
+           # flash: the accumulator, or the factor that should have rescaled it
+           "online-softmax-no-rescale": ("accumulator", "rescale factor"),
            # paged-attention: where a token is read from, which tokens are attended
            "paged-block-index": ("blocks", "slots"), "paged-table-ignored": ("blocks",),
            "paged-length-ignored": ("lengths", "mask")}
