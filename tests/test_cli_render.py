@@ -193,3 +193,19 @@ def test_details_wrap_between_phrases_never_inside_a_shape_or_a_run_of_sizes():
                        "(tolerance 1e-05 + 0.0001*|e|)"):
             flat = " ".join(buf.getvalue().split())  # every occurrence sits whole on one line
             assert sum(line.count(phrase) for line in lines) == flat.count(phrase) > 0, (width, phrase)
+
+
+def test_a_long_title_wraps_by_the_one_rule_under_its_first_character():
+    """A finding's title is wrapped as its evidence is, never by rich at any space: under zh at 80 columns the
+    layer's title once broke inside its parenthesis ("合并多头（merge" / "heads）")."""
+    from rich.cells import cell_len
+
+    from attn_drill.report import Finding
+
+    title = "self_attn 和 cross_attn 中：合并多头（merge heads）时没有先把头维度移回去"
+    f = Finding("wrong-head-merge", "error", title, "why", "evidence", "fix")
+    out, buf = plain(80)
+    out.print(render.finding(f, width=80))
+    first, second = buf.getvalue().splitlines()[:2]
+    assert cell_len(first) <= 80 and "（merge heads）" in first + second and not first.endswith("（merge")
+    assert second.startswith(" " * first.index("self_attn")) and second.strip(), (first, second)

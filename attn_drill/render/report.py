@@ -208,15 +208,18 @@ def finding(f: Finding, source: str = "", width: int = 80, seen: set | None = No
     term's first use in the report (`seen`) gets its English."""
     seen = set() if seen is None else seen
     error = f.level == "error"
-    head = Text.assemble(
-        (t("report.error") if error else t("report.warning"), "bold red" if error else "bold yellow"), "  ",
-        text(f.slug, "bold", one_line=True), "  ", text(i18n.gloss(f.title, seen), one_line=True),
-    )
+    from rich.cells import cell_len
+
+    label = t("report.error") if error else t("report.warning")
+    before = cell_len(f"{label}  {printable(f.slug, multiline=False)}  ")
+    title = printable(i18n.gloss(f.title, seen), multiline=False)
+    if before + cell_len(title) > width:  # wrapped by the one rule, under the title's first character
+        title = phrases(title, max(20, width - before)).replace("\n", "\n" + " " * before)
+    head = Text.assemble((label, "bold red" if error else "bold yellow"), "  ", text(f.slug, "bold", one_line=True),
+                         "  ", Text(title))
     grid = _labelled()
     labels = [t("report.your_line")] if f.line else []
     labels += [t(f"report.{k}") for k, v in (("evidence", f.evidence), ("fix", f.fix), ("why", f.message)) if v]
-    from rich.cells import cell_len
-
     inner = width - 2 - 2 - max(map(cell_len, labels or ["fix"]))  # the indent, the label column, its padding
     if f.line:
         grid.add_row(t("report.your_line"), Text.assemble((str(f.line), "bold magenta"),
