@@ -120,6 +120,11 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "paged-length-ignored": ("lengths", "mask")}
 
 
+# mistakes whose own line is only where the step belongs (the scores' product, for a scale): the departure's line,
+# at the kind of step the mistake makes wrong, is where the wrong factor was applied
+PLACED_BY_DEPARTURE = {"wrong-scale"}
+
+
 def kinds_of(slug: str) -> tuple[str, ...] | None:
     """The kinds of step where `slug` makes its first wrong tensor; None: any kind, or not known."""
     kinds = STEP_OF.get(slug)
@@ -137,11 +142,12 @@ def agrees(out: list, gone) -> bool:
 
 
 def line_from_departure(check, out: list) -> None:
-    """The named mistake with no line of its own gets the departure's, when the departure is at the kind of step
-    that mistake makes wrong: the user's line that made the first tensor that differs from the reference's."""
+    """The named mistake with no line of its own (or only where its step belongs: PLACED_BY_DEPARTURE) gets the
+    departure's, when the departure is at the kind of step that mistake makes wrong: the user's line that made the
+    first tensor that differs from the reference's."""
     errors = [f for f in out if f.level == "error"]
     top = max(errors, key=lambda f: f.score) if errors else None
-    if top is None or top.line is not None or top.slug not in STEP_OF:
+    if top is None or top.line is not None and top.slug not in PLACED_BY_DEPARTURE or top.slug not in STEP_OF:
         return
     gone = departure(check)
     kinds = kinds_of(top.slug)

@@ -111,7 +111,7 @@ def fit_scale(check) -> tuple[float, dict] | None:
 def softmax_wrong_dim(check):
     if not cache_right(check):
         return None
-    line = line_of(first_outcome(check), SOFTMAX)
+    line = line_of(first_outcome(check), SOFTMAX, last=True)  # the attention's: RoPE's frequencies may call exp first
     for dim, fills, how in ((-2, ("-inf",), t("evidence.cache.diagnoses_cache.softmax_over_queries")),
                             (1, ("-inf", "min", "bias"), t("evidence.cache.diagnoses_cache.softmax_over_heads")),
                             (0, ("-inf", "min", "bias"), t("evidence.cache.diagnoses_cache.softmax_over_batch"))):
