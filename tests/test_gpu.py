@@ -191,6 +191,17 @@ def test_on_a_real_gpu_a_tensor_made_on_the_cpu_is_named(isolated):
 
 
 @real
+def test_on_a_real_gpu_a_default_made_on_the_cpu_for_a_missing_input_is_named(isolated):
+    """The default mask is made (no device=) only when no mask is given: the GPU half runs that way of calling
+    too, so the meta device's warning is confirmed there, never "settled" by a case that had a mask."""
+    f = ROOT / "tests" / "corpus" / "sdpa" / "device-mismatch__blind_b42_default_mask_cpu.py"
+    (r,) = check(f, gpu_mode="real")
+    assert r["findings"][0]["slug"] == "device-mismatch" and device_stage(r)["status"] == FAIL, r
+    assert "does not hold" not in device_stage(r)["detail"], r
+    assert any("on CUDA" in f["evidence"] and "no mask" in f["evidence"] for f in r["findings"]), r
+
+
+@real
 def test_on_a_real_gpu_a_tensor_made_from_one_made_on_the_cpu_and_moved_is_fine(isolated):
     """The slopes are made with no device= and moved later through a tensor made from them: neither the meta
     device nor the GPU calls that a mistake."""

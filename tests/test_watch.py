@@ -160,7 +160,8 @@ def test_a_hang_times_out_and_a_file_that_kills_the_server_costs_only_speed(isol
     with Checker("sdpa", seed=0, timeout=1.5) as checker:
         t = time.monotonic()
         rep = checker.check(hang)
-        assert rep.findings[0].slug == "timeout" and time.monotonic() - t < 10
+        # a hang guard, not a speed test: the clock may run to LOADED times the limit on a busy machine
+        assert rep.findings[0].slug == "timeout" and time.monotonic() - t < runner.LOADED * 1.5 + 60
         assert checker.check(SDPA.reference).passed  # the server survived the kill of its child
         first_server = checker.pool.proc.pid
         rep = checker.check(killer)

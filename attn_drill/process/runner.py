@@ -37,7 +37,8 @@ from attn_drill.process.spawn import STARTUP_LIMIT, kill, spawn_worker, stop
 from attn_drill.process.worker import CHANNEL_LOST, signer  # the worker module imports no torch at its top
 from attn_drill.report import STAGES, Report, Stage, partial_report
 
-DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported
+DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported, not counting waits for a CPU
+LOADED = 6  # however loaded the machine, a check ends within this many timeouts of wall-clock time
 MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
 
 
@@ -252,7 +253,7 @@ def check_one(job: Job, seed: int, timeout: float, spawn, stop_fd: int | None = 
 
 def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms) -> Report | dict:
     """Read the worker's events until its report, a timeout, or its end."""
-    started, stages = False, []
+    started, stages, began, waited = False, [], 0.0, 0.0
     deadline = time.monotonic() + STARTUP_LIMIT
     while True:
         line = reader.next(deadline)
@@ -263,6 +264,11 @@ def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms)
             if not started:
                 kill(proc)
                 return _worker_failed(job, seed, "the checker did not start in time", log)
+            now = time.monotonic()
+            ran = now - began - (_cpu_wait(proc.pid) - waited)  # what an idle machine would have taken
+            if ran < timeout and now - began < LOADED * timeout:
+                deadline = now + max(timeout - ran, 0.05)  # a busy machine kept it waiting for a CPU: not its time
+                continue
             _ask_for_stack(proc, faults)  # the verdict is a timeout already, whatever happens next
             kill(proc)
             return _timed_out(job, seed, stages, timeout, log, faults)
@@ -274,11 +280,22 @@ def _watch(proc, reader, job: Job, seed: int, timeout: float, log, faults, ooms)
         kind = event["event"]
         if kind == "start":
             started, stages = True, []
-            deadline = time.monotonic() + timeout
+            began, waited = time.monotonic(), _cpu_wait(proc.pid)
+            deadline = began + timeout
         elif kind == "stage":
             stages.append(event["stage"])
         elif kind == "report":
             return event["report"]
+
+
+def _cpu_wait(pid: int) -> float:
+    """Seconds the process's main thread has spent ready to run but waiting for a CPU (Linux's schedstat): the
+    time a loaded machine adds, which the timeout does not count. 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _servers(spawn) -> set[int]:

@@ -178,10 +178,10 @@ def dtypes(check):
     return in_dtypes(check, DTYPES)
 
 
-def in_dtypes(check, dtypes, device: str = "cpu", on: str = ""):
-    """The first case in each of `dtypes` on `device` against the reference in that dtype, with that dtype's
-    tolerance; `on` names the device in every sentence (" on CUDA"). (status, detail)."""
-    spec, case = check.spec, check.cases[0]
+def in_dtypes(check, dtypes, device: str = "cpu", on: str = "", case=None):
+    """`case` (the first by default) in each of `dtypes` on `device` against the reference in that dtype, with
+    that dtype's tolerance; `on` names the device in every sentence (" on CUDA"). (status, detail)."""
+    spec, case = check.spec, case or check.cases[0]
     notes, warned = [], False
     for dtype in dtypes:
         label = str(dtype).replace("torch.", "") + on
@@ -317,10 +317,20 @@ def _device_finding(check, o: calls.Outcome, dev: str, guess: bool = True):
 def on_gpu(check, device: str, name: str):
     """The device stage on a GPU: the first case on `device` in float32 and the half types (float32 alone for
     integer inputs), each against the reference in that dtype. `name` names the device in the detail."""
-    dtypes = DTYPES if check.spec.float_inputs else (torch.float32,)
-    status, detail = in_dtypes(check, dtypes, device, on=_say("on_gpu", name=name))
+    dtypes, on = (DTYPES if check.spec.float_inputs else (torch.float32,)), _say("on_gpu", name=name)
+    status, detail = in_dtypes(check, dtypes, device, on=on)
+    # then each other way of calling (no mask...) in float32: a default made for a missing input is made only
+    # there, and the meta device's warning about it is settled only by a run that made it
+    others = _shapes_of_call(check.cases)[1:]
+    for case in others:
+        if status != PASS:
+            break
+        before = len(check.report.findings)
+        status, detail = in_dtypes(check, (torch.float32,), device, on=on, case=case)
+        for found in check.report.findings[before:]:
+            found.evidence += _say("in_case", case=case.label)
     if status == PASS:
         names = [str(d).replace("torch.", "") for d in dtypes]
         said = names[0] if len(names) == 1 else _say("and_last", first=_say("sep").join(names[:-1]), last=names[-1])
-        return PASS, _say("runs_on_gpu", name=name, said=said)
+        return PASS, _say("runs_on_gpu", name=name, said=said) + (_say("each_way") if others else "")
     return status, detail
