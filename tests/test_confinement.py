@@ -350,7 +350,7 @@ def stubbed(monkeypatch):
     monkeypatch.setattr(landlock, "_drop_capabilities", lambda: None)  # (run as root, the test process keeps them)
     monkeypatch.setattr(landlock, "_why_no_landlock", lambda: state["landlock"])
     monkeypatch.setattr(landlock, "_block_sockets", lambda: state["sockets"])
-    monkeypatch.setattr(landlock, "_landlock", lambda version, path: state["applied"])
+    monkeypatch.setattr(landlock, "_landlock", lambda version, path, *reads: state["applied"])
     return state
 
 
@@ -391,7 +391,7 @@ def test_restrict_names_each_missing_piece_by_abi(stubbed):
 
 
 def test_restrict_never_raises(stubbed, monkeypatch):
-    def boom(version, path):
+    def boom(version, path, *reads):
         raise ValueError("odd")
 
     monkeypatch.setattr(landlock, "_landlock", boom)
@@ -606,3 +606,59 @@ results["caps"] = [l.split()[1] for l in open("/proc/self/status") if l.startswi
 print(json.dumps(results))
 """, str(tmp_path), str(secret))
     assert res["read"] == "PermissionError:EACCES" and int(res["caps"], 16) == 0, res
+
+
+@needs_landlock
+def test_with_readable_paths_only_those_and_the_scratch_folder_can_be_read(tmp_path):
+    scratch, allowed, listed, outside = (tmp_path / n for n in ("scratch", "allowed", "listed", "outside"))
+    for folder in (scratch, allowed, listed, outside):
+        folder.mkdir()
+        (folder / "a.txt").write_text("a\n")
+    (listed / "helper.py").write_text("X = 1\n")
+    res = run_py(ATTEMPT + """
+from attn_drill.process import landlock
+scratch, allowed, listed, outside = sys.argv[1:5]
+results["phrase"] = landlock.restrict(scratch, [allowed, os.path.join(listed, "helper.py"), "/proc/self"], [listed])
+attempt("read scratch", lambda: open(os.path.join(scratch, "a.txt")).read())
+attempt("read allowed", lambda: open(os.path.join(allowed, "a.txt")).read())
+attempt("read allowed file", lambda: open(os.path.join(listed, "helper.py")).read())
+attempt("list listed", lambda: os.listdir(listed))
+attempt("read beside it", lambda: open(os.path.join(listed, "a.txt")).read())
+attempt("read outside", lambda: open(os.path.join(outside, "a.txt")).read())
+attempt("list outside", lambda: os.listdir(outside))
+attempt("read own proc", lambda: open("/proc/self/status").read())
+attempt("read parent proc", lambda: open(f"/proc/{os.getppid()}/status").read())
+print(json.dumps(results))
+""", str(scratch), str(allowed), str(listed), str(outside))
+    for name in ("read scratch", "read allowed", "read allowed file", "list listed", "read own proc"):
+        assert res[name] == "ok", (name, res)
+    for name in ("read beside it", "read outside", "list outside", "read parent proc"):
+        assert res[name] == "PermissionError:EACCES", (name, res)
+
+
+@pytest.mark.skipif(ABI < 1 or not SECCOMP, reason="needs Landlock and the seccomp filter")
+def test_checked_code_reads_its_helpers_but_no_secret_home_or_other_process(tmp_path, home, monkeypatch):
+    """Through the CLI: a correct file that tries to read a secret, attn-drill's home, its parent's environment,
+    /etc and a non-Python file beside it is refused each, imports its helper module, and passes."""
+    from conftest import attn_drill_script
+
+    practice, private = tmp_path / "attn-practice", tmp_path / "dot-ssh"
+    practice.mkdir()
+    private.mkdir()
+    (private / "id_ed25519").write_text("PRIVATE KEY\n")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "bait.json").write_text('{"keep": true}\n')
+    (practice / "notes.txt").write_text("my notes\n")
+    (practice / "helpers.py").write_text("GREETING = 'helper imported'\n")
+    victim = practice / "sdpa.py"
+    victim.write_text((HOSTILE / "ok__tries_to_read_secrets.py").read_text().replace(
+        "import torch\n", "import torch\nfrom helpers import GREETING\nprint(GREETING)\n", 1))
+    monkeypatch.setenv("ATTN_DRILL_HOSTILE_SECRET", str(private / "id_ed25519"))
+    r = subprocess.run([attn_drill_script(), "check", str(victim), "-e", "sdpa", "--json", "--seed", "7",
+                        "--no-record"], capture_output=True, text=True, timeout=300)
+    report = json.loads(r.stdout)
+    assert report["passed"], report
+    said = report["output"]
+    assert "helper imported" in said and "read own status: ok" in said, said
+    for name in ("secret", "home", "parent environ", "etc", "beside"):
+        assert f"read {name}: PermissionError" in said, (name, said)

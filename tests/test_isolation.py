@@ -324,7 +324,12 @@ def test_the_checked_code_cannot_read_secrets_from_the_environment_or_proc(isola
 import os
 print("env:", sorted(os.environ))
 found = []
-for pid in os.listdir("/proc"):
+try:
+    pids = os.listdir("/proc")
+except OSError as e:  # Landlock's read rules: /proc cannot even be listed
+    pids = [str(os.getppid()), "1"]
+    print("listing /proc:", type(e).__name__)
+for pid in pids:
     if pid.isdigit():
         try:
             found.append(open(f"/proc/{pid}/environ", "rb").read().decode("latin-1"))

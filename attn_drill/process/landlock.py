@@ -5,8 +5,10 @@ to other processes. Linux only, through the kernel's own calls (ctypes); no torc
 
 - Landlock (Linux 5.13+, if the kernel has it enabled): files and folders may be created, written,
   truncated, renamed, linked or removed only beneath `writable` (plus writing to /dev/null and the like,
-  and to GPU device files, which CUDA opens read-write). Reading stays allowed everywhere, and descriptors
-  opened before the call keep what they could do: the worker's report channel, its log and fault files.
+  and to GPU device files, which CUDA opens read-write). With `readable`, files may be read only beneath
+  `writable` and those paths (sandbox.readable says which); without, reading stays allowed everywhere.
+  Descriptors opened before the call keep what they could do: the worker's report channel, its log and
+  fault files.
   From Landlock ABI 4 no TCP bind or connect at all; from ABI 6 no abstract unix sockets and no signals to
   processes outside the sandbox (the user's code cannot kill the CLI or the warm server).
 - a seccomp filter (any Linux on x86_64 or aarch64): socket() fails with EACCES for every family but
@@ -24,8 +26,8 @@ to other processes. Linux only, through the kernel's own calls (ctypes); no torc
 It never raises: it returns "" when all of that is in force, else a phrase saying what is not and why.
 
 What it does not do: the threads that already run beside the caller (torch starts one at import) keep
-Landlock's freedom (the seccomp filter reaches them); reading stays allowed everywhere Unix permissions
-allow (a user's own files, /proc of their own processes): see the README's list of what is not walled off.
+Landlock's freedom (the seccomp filter reaches them): see docs/how-a-check-works.md's list of what is not
+walled off.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import errno
 import os
 import platform
+import stat
 import sys
 
 # -- Landlock ----------------------------------------------------------------------------------------------
@@ -105,16 +108,18 @@ def abi() -> int:
     return _why_no_landlock()[0]
 
 
-def restrict(writable: str) -> str:
+def restrict(writable: str, readable: list[str] | None = None, listable: list[str] = ()) -> str:
     """Confine the calling process (and its future children) as the module says: writes only beneath
-    `writable`, no network, no signals out. "" if all of that is in force, else what is not, and why."""
+    `writable`, no network, no signals out; with `readable`, reads too: only beneath `writable` and those
+    paths (a folder: everything beneath it; a file: that file), plus the listing of the folders in
+    `listable` (not their files). "" if all of that is in force, else what is not, and why."""
     try:
-        return _restrict(writable)
+        return _restrict(writable, readable, listable)
     except Exception as e:  # noqa: BLE001 - never let the sandbox be the reason a check fails
         return f"the sandbox could not be set up ({type(e).__name__}: {e}): nothing is confined"
 
 
-def _restrict(writable: str) -> str:
+def _restrict(writable: str, readable: list[str] | None, listable: list[str] = ()) -> str:
     if not sys.platform.startswith("linux"):
         return "files, network and other processes are not protected on this system (Linux only)"
     if not _no_new_privs():  # Landlock and seccomp both refuse without it (we are not CAP_SYS_ADMIN)
@@ -123,7 +128,7 @@ def _restrict(writable: str) -> str:
     sockets = _block_sockets()
     version, why = _why_no_landlock()
     if version:
-        failed = _landlock(version, writable)
+        failed = _landlock(version, writable, readable, listable)
         if failed:
             version, why = 0, f"Landlock failed ({failed})"
     missing = []
@@ -169,7 +174,7 @@ def _no_new_privs() -> bool:
         return False
 
 
-def _landlock(version: int, writable: str) -> str:
+def _landlock(version: int, writable: str, readable: list[str] | None = None, listable: list[str] = ()) -> str:
     """Build and apply the ruleset; "" on success, else what failed."""
     import ctypes
 
@@ -182,7 +187,8 @@ def _landlock(version: int, writable: str) -> str:
         _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
     writes = _WRITES_V1 | (_REFER if version >= 2 else 0) | (_TRUNCATE if version >= 3 else 0)
-    attr = RulesetAttr(writes, 0, 0)
+    reads = (_READ_FILE | _READ_DIR) if readable is not None else 0
+    attr = RulesetAttr(writes | reads, 0, 0)
     size = 8  # the struct as ABI 1-3 know it; the kernel refuses fields it does not know unless they are 0
     if version >= 4:
         attr.handled_access_net = _NET_BIND_TCP | _NET_CONNECT_TCP  # and no rule allows any port
@@ -195,14 +201,17 @@ def _landlock(version: int, writable: str) -> str:
     if ruleset < 0:
         return f"landlock_create_ruleset: {os.strerror(_errno())}"
     try:
-        device_rights = _WRITE_FILE | (_TRUNCATE if version >= 3 else 0)
-        rules = [(writable, writes)] + [(path, device_rights) for path in _device_paths()]
+        device_rights = _WRITE_FILE | (_TRUNCATE if version >= 3 else 0) | (reads & _READ_FILE)
+        rules = [(writable, writes | reads)] + [(path, device_rights) for path in _device_paths()]
+        rules += [(path, reads) for path in readable or ()] + [(path, reads & _READ_DIR) for path in listable]
         for path, rights in rules:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             except OSError:
                 continue  # a scratch folder that is gone leaves nothing writable: stricter, not looser
             try:
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    rights &= ~_READ_DIR  # a file: the kernel refuses folder rights on it
                 rule = PathBeneathAttr(rights, fd)
                 if libc.syscall(_SYS_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                                 ctypes.byref(rule), 0) < 0 and path == writable:

@@ -13,7 +13,8 @@ from a warm, pre-imported process must call it too), then `begin_job()` / `job_o
 - faulthandler writes a segfault's Python stack to the runner's fault file, where it finds the user's line;
 - with a scratch folder (a fresh empty one per check, made and removed by the runner): it becomes the
   working directory and the temp folder, and landlock.py confines the process to it: files may be
-  written only there, no network, no signals to processes outside (Linux); and the worker dies with its
+  written only there and read only there and where `readable` says (Python, its packages, the checked
+  file's helper modules), no network, no signals to processes outside (Linux); and the worker dies with its
   parent (orphans.py). `confine` returns what of that is NOT in force, in words ("" when all is).
 
 Where a limit is not available (another OS, a lower hard limit) the check goes on without it.
@@ -32,10 +33,12 @@ _faults = None  # the fault file, kept open for faulthandler
 not_enforced = ""  # what confine() could not put in force, in words; "" when everything is
 
 
-def confine(fault_fd: int | None = None, *, scratch: str | None = None, parent: int | None = None) -> str:
+def confine(fault_fd: int | None = None, *, scratch: str | None = None, parent: int | None = None,
+            files: list[str] | None = None, gpu: bool = False) -> str:
     """Set every limit; with `scratch`, also confine the process to that folder (the last step: torch is
     imported and every descriptor the worker writes to is open by then). `parent`: the pid that started
-    this process, if known (the worker exits at once if it is already gone). Returns `not_enforced`."""
+    this process, if known (the worker exits at once if it is already gone). With `files` (the files this
+    process will check), reads are confined too, to what `readable` lists. Returns `not_enforced`."""
     global _spare, _faults, not_enforced
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -67,11 +70,46 @@ def confine(fault_fd: int | None = None, *, scratch: str | None = None, parent: 
         faulthandler.register(signal.SIGUSR1, file=_faults, all_threads=True)
     not_enforced = "no scratch folder was given: files, network and other processes are not protected"
     if scratch is not None:
-        not_enforced = _enclose(scratch, parent)
+        not_enforced = _enclose(scratch, parent, None if files is None else readable(files, gpu))
     return not_enforced
 
 
-def _enclose(scratch: str, parent: int | None) -> str:
+def readable(files: list[str], gpu: bool = False) -> tuple[list[str], list[str]]:
+    """What checked code may read besides its scratch folder: Python, its standard library and installed
+    packages (torch, attn-drill, numpy...), the system's shared libraries and time zones, this process's own
+    /proc folder, and the Python files beside each checked file (its helper modules; not the folder's other
+    files, nor its subfolders: a file checked in your home folder does not open ~/.ssh). With `gpu`, what the
+    GPU's driver reads. Not: your home, attn-drill's, other processes' /proc files, /etc.
+    (paths to read, beneath each; folders that may only be listed)."""
+    import site
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths |= {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= set(site.getsitepackages()) | {p for p in sys.path if p and os.path.isabs(p)}  # -I: no cwd in it
+    for name in ("attn_drill", "torch"):  # wherever they are installed (an editable install: its checkout)
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            paths.add(os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))))
+    paths |= {"/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/local/lib",
+              "/etc/ld.so.cache", "/usr/share/zoneinfo", "/etc/localtime", "/proc/self", "/proc/cpuinfo",
+              "/sys/devices/system/cpu", "/sys/devices/system/node"}
+    if gpu:
+        paths |= {"/proc/driver", "/sys/devices", "/sys/bus/pci", "/usr/local/nvidia", "/usr/local/cuda",
+                  "/opt/rocm", "/dev/dri"}
+    listed = set()
+    for file in files:
+        near = {os.path.abspath(file), os.path.realpath(file)}  # a file, or a folder of modules (explain's)
+        for folder in {p if os.path.isdir(p) else os.path.dirname(p) for p in near}:
+            listed.add(folder)  # its listing (an import looks there first), and its modules
+            try:
+                paths |= {os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py")}
+            except OSError:
+                pass
+    return sorted(p for p in paths if p), sorted(listed)
+
+
+def _enclose(scratch: str, parent: int | None, reads: tuple[list[str], list[str]] | None) -> str:
     """The scratch folder as working and temp folder, then the walls (Landlock, seccomp, death with parent)."""
     import tempfile
 
@@ -85,7 +123,7 @@ def _enclose(scratch: str, parent: int | None) -> str:
         os.environ[name] = scratch
     tempfile.tempdir = scratch
     orphans.die_with_parent(parent)
-    return landlock.restrict(scratch)
+    return landlock.restrict(scratch, *(reads or (None, ())))
 
 
 def memory_cap_bytes() -> int:

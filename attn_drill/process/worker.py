@@ -51,7 +51,9 @@ def main(argv: list[str]) -> int:
         tasks = {job.get("task") for job in spec["jobs"]} - {None, "gpu"}
         load_references(None if tasks else needed(job["exercise"] for job in spec["jobs"]))
         # the last step before user code: from here on it may write only in the scratch folder (Linux)
-        confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"))
+        files = [p for job in spec["jobs"] for p in (job.get("path"), job.get("imports_from")) if p]
+        confinement = sandbox.confine(spec.get("fault_fd"), scratch=spec.get("scratch"), parent=spec.get("parent"),
+                                      files=files, gpu=bool(spec.get("gpu")))
         guard = Guard(tamper.snapshot(), tamper.changed_since)
     except Exception as e:  # no user code has run yet: whatever failed is ours, never the user's mistake
         for index, job in enumerate(spec["jobs"]):
