@@ -79,7 +79,8 @@ def readable(files: list[str], gpu: bool = False) -> tuple[list[str], list[str]]
     packages (torch, attn-drill, numpy...), the system's shared libraries and time zones, this process's own
     /proc folder, and the Python files beside each checked file (its helper modules; not the folder's other
     files, nor its subfolders: a file checked in your home folder does not open ~/.ssh). With `gpu`, what the
-    GPU's driver reads. Not: your home, attn-drill's, other processes' /proc files, /etc.
+    GPU's driver may read too: the system's folders (/usr, /opt, /etc, /sys, /dev, /proc/driver). Never: your
+    home, attn-drill's, other processes' /proc files (nor /etc without a GPU).
     (paths to read, beneath each; folders that may only be listed)."""
     import site
     import sysconfig
@@ -94,9 +95,8 @@ def readable(files: list[str], gpu: bool = False) -> tuple[list[str], list[str]]
     paths |= {"/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/local/lib",
               "/etc/ld.so.cache", "/usr/share/zoneinfo", "/etc/localtime", "/proc/self", "/proc/cpuinfo",
               "/sys/devices/system/cpu", "/sys/devices/system/node"}
-    if gpu:
-        paths |= {"/proc/driver", "/sys/devices", "/sys/bus/pci", "/usr/local/nvidia", "/usr/local/cuda",
-                  "/opt/rocm", "/dev/dri"}
+    if gpu:  # the driver and its libraries read widely (and this was not yet run on a GPU): the system's folders
+        paths |= {"/usr", "/opt", "/etc", "/sys", "/dev", "/proc/driver"}
     listed = set()
     for file in files:
         near = {os.path.abspath(file), os.path.realpath(file)}  # a file, or a folder of modules (explain's)
