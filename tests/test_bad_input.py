@@ -93,15 +93,34 @@ LONG = "a" * 300
     (["check", LONG + "_sdpa.py"], ["file systems allow 255"]),
     (["start", "sdpa", "--dir", LONG], ["file systems allow 255"]),
 ])
-def test_bad_values_and_paths_are_usage_errors(args, wants, run_script, isolated, home):
-    r = run_script(*args, timeout=120)
-    assert r.returncode == 2, r.stderr
-    first = one_error_line(r.stderr)
+def test_bad_values_and_paths_are_usage_errors(args, wants, isolated, home, capsys, monkeypatch):
+    code, out, err = run_main(capsys, monkeypatch, *args)
+    assert code == 2, err
+    first = one_error_line(err)
     assert len(first) < 400  # a 5000-byte path is shortened, not echoed whole
     for w in wants:
-        assert w in r.stderr, r.stderr
-    assert r.stdout == "" and not (isolated / "attn-practice").exists()  # nothing started, nothing written
+        assert w in err, err
+    assert out == "" and not (isolated / "attn-practice").exists()  # nothing started, nothing written
     assert not (home / "mock.json").exists()
+
+
+def test_the_real_script_says_a_bad_value_in_one_line_and_exits_2(run_script, isolated):
+    """The same through the installed script (the table above runs cli.main in the test's own process)."""
+    r = run_script("check", "--timeout", "inf", timeout=120)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert "not inf" in one_error_line(r.stderr)
+
+
+def run_main(capsys, monkeypatch, *args: str) -> tuple[int, str, str]:
+    """`attn-drill ARGS` through cli.main in this process: (exit code, stdout, stderr)."""
+    monkeypatch.setattr("sys.argv", ["attn-drill", *args])
+    try:
+        cli.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def test_the_largest_seed_is_accepted(isolated):

@@ -84,13 +84,21 @@ def test_a_diagnosis_that_raises_leaves_the_verdict_standing():
     assert "the diagnosis broken failed: KeyError" in notes[0]["evidence"]
 
 
-def test_an_exception_from_another_line_is_not_called_the_same_mistake():
+def test_an_exception_from_another_line_is_not_called_the_same_mistake(tmp_path):
     """A cause seen only where the code runs (the departure) explains the cases that raise only when they raise at
-    its line. This layer's attention departs at its merge (line 36) and, with bias=False, raises at line 38 adding
-    a None bias: two things, said as two ("also raises"), never "the same mistake is why your code raises"."""
+    its line. This attention merges its heads d-major (the departure sees the merge at line 46) and, with
+    bias=False, raises where it adds a None bias (line 49): two things, said as two ("also raises"), never "the
+    same mistake is why your code raises"."""
     from attn_drill.process import Job, run_checks
 
-    path = Path(__file__).parent / "corpus" / "encoder-layer" / "projection-before-merge__row_blocks.py"
-    (report,) = run_checks([Job(path, "encoder-layer")], seed=3, timeout=120)
-    evidence = report.findings[0].evidence
-    assert "your code also raises: TypeError" in evidence and "the same mistake is why" not in evidence, evidence
+    text = (Path(__file__).parent.parent / "reference" / "mha.py").read_text()
+    text = text.replace("        y = y.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, H, d) -> (B, Tq, D)",
+                        "        y = y.permute(0, 2, 3, 1).reshape(B, Tq, D)  # d-major")
+    text = text.replace("        return self.W_o(y), weights",
+                        "        out = y @ self.W_o.weight.T\n        return out + self.W_o.bias, weights")
+    path = tmp_path / "mha.py"
+    path.write_text(text)
+    (report,) = run_checks([Job(path, "mha")], seed=3, timeout=120)
+    first = report.findings[0]
+    assert first.slug == "wrong-head-merge" and first.line == 46, (first.slug, first.line)
+    assert "your code also raises: TypeError" in first.evidence and "the same mistake is why" not in first.evidence
