@@ -117,6 +117,8 @@ def missing_residual(check):
                                 t("evidence.cache.diagnoses_layers.no_residual", said=said, which=which),
                                 sublayer=said)
             if f:
+                # the forward's line that calls the first sub-layer left without its residual
+                f.line = f.line or call_line(check, "ff2" if dropped[0] == "ff" else dropped[0], norm_first=when)
                 return f
     return None
 
@@ -196,7 +198,7 @@ def causal_diagonal(check):
 def cross_attention_swapped(check):
     f = variant_finding(check, "cross-attention-swapped", LayerKnobs(cross_swapped=True),
                         t("evidence.cache.diagnoses_layers.cross_swapped"),
-                        line=use_that_ran(check, "cross_attn"))
+                        line=use_that_ran(check, "cross_attn") or call_line(check, "cross_attn", inner=True))
     return raises_too(check, f, line_from_error=False)  # it raises inside the attention, not where it is called
 
 
@@ -228,8 +230,21 @@ def mask_misrouted(check):
                         ("memory_both", t("evidence.cache.diagnoses_layers.route_memory_both"))):
         f = variant_finding(check, "mask-misrouted", LayerKnobs(route=route), said)
         if f:
-            return pictured(check, raises_too(check, f), "cross_attn" if route == "tgt_both" else "self_attn")
+            # the line that hands the wrong mask over: the call of the first sub-layer that gets one
+            sub = "cross_attn" if route == "tgt_both" else "self_attn"
+            f.line = call_line(check, sub)
+            return pictured(check, raises_too(check, f, line_from_error=f.line is None), sub)
     return None
+
+
+def call_line(check, sub: str, inner: bool = False, norm_first: bool | None = None) -> int | None:
+    """The user's line that calls the sub-module `sub` (on the first case that ran and went wrong, of `norm_first`
+    if given): in the layer's forward, or with `inner`, the call itself (inside a helper the forward calls)."""
+    ran = [o for o, r in zip(check.outcomes, check.refs) if ran_and_differs(o, r)]
+    case = next((o.case for o in ran if norm_first is None or o.case.config.get("norm_first") == norm_first),
+                first_outcome(check).case)
+    calls_ = layer_hooks.capture(check.spec, check.target, case, check.path)
+    return next(((c.inner if inner else c.line) for c in calls_ if c.name == sub and c.line), None)
 
 
 def blocks_of(check) -> tuple[str, ...]:
@@ -281,7 +296,11 @@ def norm_placement(check):
     if len(kinds) == 1 and len({c for _, _, c in wrong}) == 1 and any(
             o.case.config["norm_first"] not in kinds for o, _, _ in fitted):
         evidence += t("evidence.cache.diagnoses_layers.right_otherwise", norm_first=not kinds.pop())
-    return findings.make("norm-placement", evidence, score=1.0, line=line_of(o, {"layer_norm"}))
+    # the norm of the first sub-layer placed wrongly: each sub-layer calls its norm once, in the sub-layers' order
+    first = next(i for i, (p, a) in enumerate(zip(got, asked)) if p != a)
+    norms = [line for name, line in (o.tracer.calls if o.tracer else []) if name == "layer_norm" and line]
+    line = norms[first] if len(norms) == len(blocks) else line_of(o, {"layer_norm"})
+    return findings.make("norm-placement", evidence, score=1.0, line=line)
 
 
 def _right(check, o, ref) -> bool:

@@ -8,6 +8,8 @@ it (`departing`): when its outputs differ there, the mistake is inside the user'
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -26,15 +28,17 @@ class Call:
     name: str  # the sub-module, e.g. "cross_attn"
     inputs: tuple  # its tensor arguments: (query, key, value, mask) for attention, (x,) for the others
     output: tuple | None  # its outputs: (out, weights) for attention; None when it raised
+    line: int | None = None  # the line of `path` (capture's) that called it, in the outermost of its frames
+    inner: int | None = None  # ... in the innermost (the call itself, inside a helper the layer calls)
 
 
 def watched(spec) -> tuple[str, ...]:
     return spec.attns + ("ff1", "ff2") + tuple(f"norm{i}" for i in range(1, spec.norms + 1))
 
 
-def capture(spec, cls, case) -> list[Call]:
+def capture(spec, cls, case, path=None) -> list[Call]:
     """Build cls's layer for the case and run it with hooks: every call of a watched sub-module, in order
-    (what ran before an exception too)."""
+    (what ran before an exception too), with the line of the file `path` that made it, if given."""
     calls: list[Call] = []
     try:
         module, bad = spec.build(cls, case, torch.float64)
@@ -46,7 +50,7 @@ def capture(spec, cls, case) -> list[Call]:
                 sub = module.get_submodule(name)
             except AttributeError:
                 continue
-            enter, leave = _record(calls, name, name in spec.attns)
+            enter, leave = _record(calls, name, name in spec.attns, path)
             handles.append(sub.register_forward_pre_hook(enter, with_kwargs=True))
             handles.append(sub.register_forward_hook(leave, with_kwargs=True))
         try:
@@ -60,7 +64,7 @@ def capture(spec, cls, case) -> list[Call]:
     return calls
 
 
-def _record(calls: list, name: str, attention: bool):
+def _record(calls: list, name: str, attention: bool, path=None):
     """(pre-hook, hook): the call is kept on entry, its output filled in on return (None if it raised)."""
     def enter(module, args, kwargs):
         if attention:
@@ -69,13 +73,26 @@ def _record(calls: list, name: str, attention: bool):
             inputs = tuple(given[:4])
         else:
             inputs = tuple(args[:1])
-        calls.append(Call(name, tuple(_plain(t) for t in inputs), None))
+        calls.append(Call(name, tuple(_plain(t) for t in inputs), None, *_caller_lines(path)))
 
     def leave(module, args, kwargs, output):
         call = next(c for c in reversed(calls) if c.name == name)
         outs = output if isinstance(output, tuple) else (output,)
         call.output = tuple(_plain(t) for t in outs)
     return enter, leave
+
+
+def _caller_lines(path) -> tuple[int | None, int | None]:
+    """The lines of the file `path` that are calling a sub-module now: (the outermost of its frames on the stack,
+    the layer's forward; the innermost, the call itself, inside a helper the forward calls)."""
+    lines = []
+    if path is not None:
+        want, frame = os.path.realpath(path), sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename in (str(path), want):
+                lines.append(frame.f_lineno)
+            frame = frame.f_back
+    return (lines[-1], lines[0]) if lines else (None, None)
 
 
 def _plain(t):
