@@ -178,7 +178,7 @@ def start_gpu(device: str) -> dict:
     import torch
 
     if device == "cpu":  # ATTN_DRILL_GPU=cpu: the GPU half's path, run on the CPU (tests)
-        return {"device": "cpu", "name": "the CPU"}
+        return {"device": "cpu", "name": None}  # named in the language in use, once i18n is loaded (run_task)
     try:
         torch.cuda.init()
         x = torch.randn(64, 64, device=device)
@@ -200,7 +200,10 @@ def run_task(job: dict, seed: int, gpu: dict | None = None) -> dict:
                 return {"unavailable": (gpu or {}).get("unavailable", "this worker did not start a GPU")}
             from attn_drill.judge.engine import Check
 
-            report = Check(Path(job["path"]), job["exercise"], seed).on_gpu(gpu["device"], gpu["name"])
+            from attn_drill.i18n import t
+
+            name = gpu["name"] or t("evidence.process.gpu.the_cpu")
+            report = Check(Path(job["path"]), job["exercise"], seed).on_gpu(gpu["device"], name)
             return {"report": report.to_wire()}
         if job["task"] == "explain":
             from attn_drill.judge import explain
