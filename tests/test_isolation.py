@@ -212,7 +212,9 @@ def _all_gone(pids: set[int], limit: float = 30.0) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+# SIGKILL by default (it leaves the CLI no say); SIGTERM and SIGHUP, which the CLI could handle, with -m slow
+@pytest.mark.parametrize("how", [signal.SIGKILL, pytest.param(signal.SIGTERM, marks=pytest.mark.slow),
+                                 pytest.param(signal.SIGHUP, marks=pytest.mark.slow)], ids=lambda s: s.name)
 @pytest.mark.parametrize("batch", [False, True], ids=["one file", "batch"])
 def test_the_worker_dies_with_the_cli(isolated, how, batch):
     # Orphans come to this process rather than to init, which on some machines kills them by itself: a

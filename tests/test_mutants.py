@@ -281,7 +281,9 @@ REFERENCES = [("sdpa", "sdpa.py"), ("mha", "mha.py"), ("gqa", "gqa.py"), ("softm
               ("relative-position", "relative_position.py")]
 
 
-@pytest.mark.parametrize("exercise, file", REFERENCES)
+# three by default (a function, a module, grouped heads); the rest with -m slow
+@pytest.mark.parametrize("exercise, file", [pytest.param(*r, marks=[] if r[0] in ("sdpa", "mha", "gqa")
+                                                         else [pytest.mark.slow]) for r in REFERENCES])
 def test_what_breaks_on_a_model_answer_asks_what_the_checker_names(exercise, file, tmp_path, recheck):
     path = Path(paths.REFERENCE) / file
     questions = mut.what_breaks(path, exercise, seed=3)

@@ -103,7 +103,7 @@ FUZZ = settings(max_examples=int(os.environ.get("ATTN_DRILL_FUZZ_EXAMPLES", 2)),
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("exercise", ["sdpa", "mha"])
+@pytest.mark.parametrize("exercise", ["sdpa", pytest.param("mha", marks=pytest.mark.slow)])  # mha: -m slow
 @FUZZ
 @given(batch=st.lists(st.lists(mutation(), min_size=1, max_size=2), min_size=BATCH, max_size=BATCH))
 def test_every_mutant_of_a_correct_solution_gets_a_verdict(exercise, batch):
