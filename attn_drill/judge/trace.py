@@ -161,8 +161,12 @@ class Tracer(TorchFunctionMode):
             frame = frame.f_back
         return None, None
 
+    def lines(self, names: set[str]) -> list[int]:
+        """The user's lines of the calls named `names`, in the order they ran (a line once per call)."""
+        return [line for name, line in self.calls if name in names and line is not None]
+
     def first_line(self, names: set[str], last: bool = False) -> int | None:
-        hits = [line for name, line in self.calls if name in names and line is not None]
+        hits = self.lines(names)
         return (hits[-1] if last else hits[0]) if hits else None
 
 

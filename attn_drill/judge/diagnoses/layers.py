@@ -298,7 +298,7 @@ def norm_placement(check):
         evidence += t("evidence.cache.diagnoses_layers.right_otherwise", norm_first=not kinds.pop())
     # the norm of the first sub-layer placed wrongly: each sub-layer calls its norm once, in the sub-layers' order
     first = next(i for i, (p, a) in enumerate(zip(got, asked)) if p != a)
-    norms = [line for name, line in (o.tracer.calls if o.tracer else []) if name == "layer_norm" and line]
+    norms = o.tracer.lines({"layer_norm"}) if o.tracer else []
     line = norms[first] if len(norms) == len(blocks) else line_of(o, {"layer_norm"})
     return findings.make("norm-placement", evidence, score=1.0, line=line)
 
