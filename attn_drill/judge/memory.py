@@ -105,7 +105,9 @@ class Allocations(TorchDispatchMode):
     def _size(self, func, t: torch.Tensor, entries: int) -> None:
         B, H = self.heads
         flat = (B * H, B * H * self.tokens) if self.tokens else (B * H,)
-        lead = tuple(t.shape[:2]) == (B, H) or (t.dim() > 0 and t.shape[0] in flat)
+        # (a leading axis of B * H * n with tokens: heads and chunks flattened, a chunked scan's (B*H*chunks, c, c))
+        lead = tuple(t.shape[:2]) == (B, H) or (t.dim() > 0 and (t.shape[0] in flat or bool(self.tokens) and
+                                                                  t.shape[0] % (B * H) == 0))
         per_head = entries // (B * H) if t.dim() >= 3 and lead else entries
         over = self.limit is not None and per_head >= self.limit
         if not over and self.biggest is not None and entries <= self.biggest.entries:
