@@ -152,3 +152,46 @@ def test_every_relation_the_naming_reads_is_one_the_localiser_gives():
     from attn_drill.judge.localise import RELATIONS
 
     assert {relation for _, relation in NAMED} <= set(RELATIONS)
+
+
+# (corpus file, the departure's kind, line and relation, a phrase its words hold): each form the localiser learnt
+DEPARTURES = [
+    # a loop over sequences, each reading its own lengths[b] tokens: the index that went wrong, with its values
+    ("paged-attention/paged-block-index__blind_b38_block_minus_one.py", "blocks", 14, "differs", "yours holds [-1, "),
+    ("paged-attention/paged-table-ignored__blind_b40_pool_prefix.py", "blocks", 14, "differs", "yours holds ["),
+    # an index in a form the model answer lacks (one flat slot number): the tokens it reads, and the line it is made
+    ("paged-attention/paged-block-index__blind_b41_slot_no_stride.py", "tokens read", 15, "differs", "differs by up"),
+    # a loop over sequences, its softmax over the heads: seen at its own sequence's part of the probabilities
+    ("paged-attention/softmax-wrong-dim__blind_b38_over_heads.py", "softmax", 19, "other-rows", "axis 0"),
+    # a running sum taken as a whole one: the reduction to another shape
+    ("linear-attention/linear-causal-leak__blind_b44_total_keysum.py", "sums", 12, "reduced", "(2, 2, 1, 4)"),
+    # a tensor the model answer never makes (the input centred before the norm) is where the numbers went wrong
+    ("mla/rmsnorm-mean-subtracted__blind_b28_centred.py", "norm", 13, "differs", "differs by up to"),
+    # ... but not a right value the model answer makes another way (the rms, where it takes the mean square)
+    ("mla/rmsnorm-eps-misplaced__blind_b29_norm_plus_eps.py", "norm", 14, "differs", "differs by up to"),
+    # ... nor a line that computes right elsewhere (a norm helper called twice: the second call is the mistake)
+    ("mla/mla-latent-not-normalised__blind_b29_norm_twice.py", "projection", 64, "differs", "differs by up to"),
+]
+
+
+@pytest.mark.parametrize("name, kind, line, relation, words", DEPARTURES, ids=[d[0] for d in DEPARTURES])
+def test_the_departure_finds_the_line_a_loop_a_reduction_or_an_extra_tensor_went_wrong(name, kind, line, relation,
+                                                                                         words, monkeypatch):
+    from attn_drill.judge import diagnoses, engine
+
+    path = Path(__file__).parent / "corpus" / name
+    assert "# MISTAKE" in path.read_text().splitlines()[line - 1]
+    seen = []
+    keep = diagnoses.line_from_departure
+
+    def spy(check, out):
+        seen.append(diagnoses.departure(check))
+        return keep(check, out)
+
+    monkeypatch.setattr(diagnoses, "line_from_departure", spy)
+    report = engine.check_file(path.resolve(), path.parent.name, 1234)
+    gone = seen[0]
+    assert (gone.kind, gone.line, gone.relation) == (kind, line, relation), gone
+    assert words in gone.how, gone.how
+    first = next(f for f in report.findings if f.level == "error")
+    assert (first.slug, first.line) == (path.stem.split("__")[0], line), first

@@ -9,14 +9,20 @@ of the axes, a reshape, or one slice of a head axis (a loop over heads). A step 
 computed from it, is reproduced; the departure is the first step that is not right while every step it was
 computed from is. Its nearest user tensor gives the user's line and what differs: a constant factor, finite
 values where the reference hides keys with -inf, rows that sum to 1 over another axis, the numbers of another
-step (W_k used for the values), the right numbers in another arrangement.
+step (W_k used for the values), the right numbers in another arrangement, a reduction to another shape (a running
+sum taken whole). The line is where the numbers went wrong: a tensor the model answer never makes, a changed copy
+of the step's input (an input centred before a norm), is that line when it comes first.
+
+Where a spec's steps are indices and the user may loop over sequences of their own lengths (paged attention,
+`per_sequence`), integer tensors are steps too, and a step is reproduced when every sequence's part of it is (its
+first lengths[b] tokens): one sequence read right says nothing of the others.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -39,7 +45,7 @@ BEFORE_SOFTMAX = {"scores", "scale", "mask"}  # kinds of step made before any so
 MASK_RELATIONS = {"shows", "hides", "hides-and-shows", "kept-finite", "filled", "moved"}
 LINEAR = {"linear", "addmm"}
 # kinds read off the call itself, which a spec's step_names never rename
-STRUCTURE = {"projection", "output projection", "scores", "weighted sum", "head split", "merge"}
+STRUCTURE = {"projection", "output projection", "scores", "weighted sum", "head split", "merge", "kv repeat"}
 
 
 def _say(key: str, /, **params) -> str:
@@ -60,6 +66,7 @@ class Op:
     free: bool = False  # made from no data: only from shapes and constants (arange, the RoPE frequencies)
     copied: bool = False  # a mask that holds the pattern of a tensor the user's lines did not make (the input's)
     var: str = ""  # reference only: the variable its line assigns ("return" for a return statement)
+    index: bool = False  # an integer tensor (positions, block ids), kept only where the spec's steps are indices
 
 
 @dataclass
@@ -81,8 +88,9 @@ class Departure:
 class Recorder:
     """The tracer's record hook: keeps a float64 copy of every tensor a call from the traced file makes."""
 
-    def __init__(self, skip: set[int] = frozenset()):
+    def __init__(self, skip: set[int] = frozenset(), indices: bool = False):
         self.skip = skip  # lines not to keep (the reference's constructors: its weights are the case's)
+        self.indices = indices  # keep integer tensors too: where the steps are indices (paged attention's blocks)
         self.ops: list[Op] = []
         self.made: dict[int, int] = {}  # id(tensor) -> index of the op that made it last
         self.alive: list[torch.Tensor] = []
@@ -102,11 +110,12 @@ class Recorder:
         for x in _tensors(out):
             self.ours.add(id(x))
             self.alive.append(x)  # held, so that no later tensor gets its id
-            if x.is_floating_point() or x.dtype == torch.bool:
+            index = self.indices and not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool
+            if x.is_floating_point() or x.dtype == torch.bool or index:
                 self.made[id(x)] = len(self.ops)
                 self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
                                    boolean=x.dtype == torch.bool, free=free,
-                                   copied=x.dtype == torch.bool and _copies(x, given)))
+                                   copied=x.dtype == torch.bool and _copies(x, given), index=index))
 
 
 def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
@@ -114,9 +123,9 @@ def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
     return any(x.numel() > 1 and same_pattern(x.detach().cpu(), mask.detach().cpu()) for x in given)
 
 
-def record(path: Path, call, skip: set[int] = frozenset()) -> list[Op]:
+def record(path: Path, call, skip: set[int] = frozenset(), indices: bool = False) -> list[Op]:
     """Run call() under a tracer that keeps every tensor made from `path`'s lines; never raises."""
-    keep = Recorder(skip)
+    keep = Recorder(skip, indices)
     try:
         with Tracer(path, {}, record=keep), torch.no_grad():
             call()
@@ -160,10 +169,13 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None)
         seen_product |= raw == "weighted sum"
         # a spec may rename by variable any step but the structure read off the call; a "head split" that only
         # arranges an input itself (rope's pairs, a sink logit per head: no projection made it) is its own step
-        arranged.append(raw == "head split" and all(arranged[p] for p in op.parents))
-        renamable = raw not in STRUCTURE or arranged[-1]
+        # (an index counts as arranging: the keys read through the table are the cache's, arranged)
+        arranged.append(raw == "head split" and all(arranged[p] or ops[p].index for p in op.parents))
+        renamable = raw not in STRUCTURE or arranged[-1] or op.index  # an index is never a head split
         op.kind = (names or {}).get(var, raw) if renamable else raw
-        op.aux = boolish[-1]
+        # an index that only lays out an input or another index (`lengths[:, None]`) makes no number of its own
+        op.aux = boolish[-1] or op.index and op.name in LAYOUT and (
+            not op.parents or len(op.parents) == 1 and ops[op.parents[0]].out.numel() == op.out.numel())
         op.var = var
         op.label = _said(op.kind, var)
 
@@ -297,30 +309,81 @@ def reproduces(u: torch.Tensor, r: torch.Tensor) -> bool:
     return any(distance(v, r) <= SAME for v, _ in layouts(u, r.shape))
 
 
-def reproduced(ref: list[Op], user: list[Op]) -> list[int | None]:
+def parts(r: torch.Tensor, numels) -> list[torch.Tensor]:
+    """The pieces of r that code computing only a prefix makes: r itself, and its first n entries along one axis
+    (a sequence's first lengths[b] positions, the scores of its tokens). Only pieces of sizes in `numels` (the
+    user's) and of two entries or more."""
+    out = [r] if r.numel() in numels else []
+    for axis in range(r.dim()):
+        size = r.size(axis)
+        for n in range(2 if r.numel() == size else 1, size):
+            if n * (r.numel() // size) in numels:
+                out.append(r.narrow(axis, 0, n))
+    return out
+
+
+def pieces(r: torch.Tensor, numels, batch: int, only: int | None = None) -> list[list[torch.Tensor]]:
+    """For a spec whose sequences have lengths of their own (paged attention), where the user may loop over them:
+    the pieces of r each sequence's part may be, by sequence when r has a batch axis (its first axis has the
+    output's batch size; `only`: that sequence's alone), else as one group (the positions every sequence shares)."""
+    if r.dim() >= 2 and r.size(0) == batch:
+        return [parts(r[b], numels) for b in range(min(batch, 16)) if only is None or b == only]
+    return [parts(r, numels)]
+
+
+def each_sequence(r: torch.Tensor, numels, find, user: list[Op], batch: int, like) -> int | None:
+    """The user op that reproduces sequence 0's part of r, when every sequence's part is reproduced by one (a part
+    that proves nothing alone, as the positions of a sequence of length 1, by a user tensor that equals it): one
+    sequence read right says nothing of the others."""
+    first = None
+    for group in pieces(r, numels, batch):
+        hit = None
+        for piece in group:
+            if informative(piece):
+                hit = find(piece)
+            else:
+                hit = next((j for j, u in enumerate(user) if u.out.numel() == piece.numel() and like(u)
+                            and bool(torch.equal(u.out.flatten(), piece.flatten()))), None)
+            if hit is not None:
+                break
+        if hit is None:
+            return None
+        first = hit if first is None else first
+    return first
+
+
+def reproduced(ref: list[Op], user: list[Op], per_sequence: bool = False) -> list[int | None]:
     """For each reference op, the index of a user op that reproduces it (the whole tensor, or one head of it when
-    the user loops over heads), or None. The user's tensors of each size are screened at once by their sorted
-    values, so few layouts are tried."""
+    the user loops over heads, or with `per_sequence` one sequence's part: parts()), or None. The user's tensors
+    of each size are screened at once by their sorted values, so few layouts are tried."""
     groups: dict[int, tuple[list[int], torch.Tensor]] = {}
     for j, u in enumerate(user):
         groups.setdefault(u.out.numel(), ([], []))
         groups[u.out.numel()][0].append(j)
         groups[u.out.numel()][1].append(signature(u.out))
     groups = {n: (js, torch.stack(sigs)) for n, (js, sigs) in groups.items()}
+    batch = ref[-1].out.size(0) if ref[-1].out.dim() else 1  # the returned tensor's (B, ...)
 
-    def find(r: torch.Tensor) -> int | None:
+    def find(r: torch.Tensor, like) -> int | None:
         js, sigs = groups.get(r.numel(), ((), None))
         if not js:
             return None
         sig = signature(r)
         close = ((sigs - sig).norm(dim=1) <= SAME * sig.norm().clamp_min(1e-12)).nonzero().flatten().tolist()
-        return next((js[k] for k in close if reproduces(user[js[k]].out, r)), None)
+        return next((js[k] for k in close if like(user[js[k]]) and reproduces(user[js[k]].out, r)), None)
 
     out = []
-    for r in ref:
-        hit = find(r.out) if informative(r.out) else None
-        if hit is None and informative(r.out) and r.out.dim() >= 3:  # one head of r (B, H, ...): a loop over heads
-            hit = next((h for h in (find(r.out[:, k]) for k in range(min(r.out.size(1), 16))) if h is not None), None)
+    for op in ref:
+        def like(u: Op, op=op) -> bool:
+            """An index stands for an index, a float for a float (a max's indices are no positions)."""
+            return u.index == op.index
+
+        r = op.out
+        hit = find(r, like) if informative(r) else None
+        if hit is None and informative(r) and r.dim() >= 3:  # one head of r (B, H, ...): a loop over heads
+            hit = next((h for h in (find(r[:, k], like) for k in range(min(r.size(1), 16))) if h is not None), None)
+        if hit is None and per_sequence and informative(r):
+            hit = each_sequence(r, groups, lambda piece: find(piece, like), user, batch, like)
         out.append(hit)
     return out
 
@@ -332,13 +395,13 @@ def informative(t: torch.Tensor) -> bool:
     return flat.numel() >= 2 and not bool((flat == flat[0]).all())
 
 
-def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: set[int] = frozenset()
-              ) -> Departure | None:
+def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: set[int] = frozenset(),
+              per_sequence: bool = False) -> Departure | None:
     """The first reference step the user's code gets wrong while it gets right every step it is computed from.
-    `thrown`: the user's lines whose result is thrown away (discarded())."""
+    `thrown`: the user's lines whose result is thrown away (discarded()); `per_sequence`: see parts()."""
     if not ref:
         return None
-    hits = reproduced(ref, user)
+    hits = reproduced(ref, user, per_sequence)
     vouched = [h is not None for h in hits]
     for i in reversed(range(len(ref))):  # a step computed from this one is reproduced: this one is right too
         vouched[i] = vouched[i] or any(vouched[c] and ref[c].name not in LOSSY for c in children(ref, i))
@@ -349,7 +412,11 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
         if right[i]:
             continue
         if all(right[p] for p in r.parents):
-            return explain(ref, i, user, hits, thrown)
+            gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence)
+            if r.index and gone.relation == "absent":  # an index the user never made (a slice does its work):
+                right[i] = True  # what it indexes says whether it went wrong
+                continue
+            return gone
     return None
 
 
@@ -365,7 +432,7 @@ def children(ref: list[Op], i: int) -> list[int]:
 
 
 def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], thrown: set[int] = frozenset(),
-            shortlist: int = 6) -> Departure:
+            shortlist: int = 6, per_sequence: bool = False) -> Departure:
     """The departure at reference step i, said with the user's tensor that stands for it: among those made from the
     user's tensors that reproduce the step's inputs (else any made after them), one whose difference has a name
     (a factor, -inf kept finite, ...), else the nearest. Only a short list of the nearest is described."""
@@ -377,29 +444,53 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     made = {j for j, u in enumerate(user) if u.name in SOFTMAX}
     normalised = made | descendants(user, made)  # probabilities, or made from them: no score is left at -inf there
     near_ones = []
+    passes, seen = [], {}  # by user op: how many times its line's call ran before (a loop over sequences: b)
+    for u in user:
+        passes.append(seen.get((u.line, u.name), 0))
+        seen[(u.line, u.name)] = passes[-1] + 1
     for j, u in enumerate(user):
         skipped = j in sources  # the step left out: the tensor it starts from stands for it
-        if not skipped and (j <= after or j in taken) or u.out.numel() != r.out.numel():
+        if not skipped and (j <= after or j in taken and not r.index):  # an index may equal another (t % n, t)
             continue
         if r.free and not u.free:  # a step made from constants alone (the frequencies) is never one made from data
             continue
-        for view, laid in layouts(u.out, r.out.shape):
-            near_ones.append(((j not in fed and not skipped, near(view, r.out)), j, view, laid, skipped))
+        if r.index != u.index or r.index and not skipped and j not in fed and sources:
+            continue  # an index stands for an index, made from the step's inputs (or, as they are, from constants)
+        if u.out.numel() == r.out.numel():
+            wants = [r]
+        elif per_sequence and not skipped:  # its sequence's part of the step (the loop's pass it was made in)
+            batch = ref[-1].out.size(0) if ref[-1].out.dim() else 1
+            wants = [replace(r, out=piece) for group in pieces(r.out, {u.out.numel()}, batch, only=passes[j])
+                     for piece in group]
+        else:
+            continue
+        for want in wants:
+            for view, laid in layouts(u.out, want.out.shape):
+                d = near(view, want.out)
+                if per_sequence and d <= SAME and not skipped:  # its sequence's part, right: not where it goes wrong
+                    continue
+                # a loop over sequences: the first tensor in the order the code ran that stands for the step and
+                # differs is where it went wrong (a later one only carries it on)
+                near_ones.append(((j not in fed and not skipped, j if per_sequence else d), j, view, laid, skipped,
+                                  want))
     near_ones.sort(key=lambda c: c[0])
     listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
     best, best_key = None, None
-    for (unfed, d), j, view, laid, skipped in listed:
-        code, how, params = relation(view, r, ref, i)
+    for (unfed, d), j, view, laid, skipped, want in listed:
+        if r.index:  # block ids, positions: their values say it, a factor or an arrangement of them nothing
+            code, how, params = "differs", _index_differs(view, want.out), {}
+        else:
+            code, how, params = relation(view, want, ref, i)
         if r.kind in BEFORE_SOFTMAX and j in normalised and code in MASK_RELATIONS:
-            code, how, params = "differs", _differs(view, r.out), {}  # a probability's 0 is no score left at -inf
+            code, how, params = "differs", _differs(view, want.out), {}  # a probability's 0 is no score left at -inf
         key = (unfed, code == "differs", user[j].name != r.name, skipped, d)  # same call: same step
         if best_key is None or key < best_key:
-            best, best_key = (j, code, how, laid, params, skipped), key
+            best, best_key = (j, code, how, laid, params, skipped, want), key
     if best is None:
         # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's
         line = next((u.line for u in user[after + 1:]), None) if sources else None
         return Departure(r.label, r.kind, line, _say("absent", n=r.out.numel(), shape=tuple(r.out.shape)), "absent")
-    j, code, how, laid, params, skipped = best
+    j, code, how, laid, params, skipped, want = best
     if laid and code != "arranged":
         how = _say("laid", how=how, laid=_say(laid[0], shape=laid[1]))
     # a step left out is stood for by the tensor it starts from, which is right: its line is where the step belonged
@@ -412,17 +503,69 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             return Departure(r.label, r.kind, user[j].line, _say("thrown", line=user[j].line, step=step), code,
                              params, line_in_how=True)
         line = next((u.line for u in user[after + 1:] if _same_call(u, r)), None)
+        reduced = _reduced_otherwise(user, r, j, taken) if line is None else None
+        if reduced is not None:  # the step made, but over another extent: a running sum taken as a whole one
+            c = user[reduced]
+            return Departure(r.label, r.kind, c.line, _say("reduced", shape=tuple(c.out.shape),
+                                                           want=tuple(r.out.shape)), "reduced")
     if code in WRONG_MASK and line is not None:
         line = mask_origin(user, j)
     elif code == "factor" and line is not None:
-        line = user[factor_origin(user, j, r)].line
+        line = user[factor_origin(user, j, want)].line
+    elif code in MADE_ELSEWHERE and line is not None and not r.index:
+        shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
+            {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
+        line = user[went_wrong(user, made_by(user, j), sources, taken, shapes)].line
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
     return Departure(r.label, r.kind, line, how, code, params)
 
 
+def went_wrong(user: list[Op], j: int, sources: set[int], taken: set[int], shapes: set) -> int:
+    """The first of user[j]'s ancestors, in the order the code ran, that is a changed copy of the step's input (the
+    input centred before a norm): made from the step's inputs (sources; none: the step reads the case's inputs),
+    shaped as one of them (`shapes`), reproducing no step of the reference and feeding none that is reproduced
+    (a tensor the model answer never makes on the way to one it does is only another way to the right numbers).
+    There the numbers went wrong, and user[j] only carries it on; j itself when there is none."""
+    fed = descendants(user, sources) if sources else set(range(len(user)))
+    feeds_right = set()  # every op a reproduced one was computed from
+    for k in sorted(taken, reverse=True):
+        stack = [k]
+        while stack:
+            for p in user[stack.pop()].parents:
+                if p not in feeds_right:
+                    feeds_right.add(p)
+                    stack.append(p)
+    right_calls = {(user[k].line, user[k].name) for k in taken}  # a line that computes right elsewhere (a helper
+    seen, stack, wrong = set(), [j], []  # called twice) is not where it went wrong: its call is
+    while stack:
+        k = stack.pop()
+        for p in user[k].parents:
+            if p in seen or p in taken or p in sources or p not in fed or user[p].free or p in feeds_right or \
+                    (user[p].line, user[p].name) in right_calls:
+                continue
+            seen.add(p)
+            stack.append(p)
+            if tuple(user[p].out.shape) in shapes:
+                wrong.append(p)
+    return min(wrong, default=j)
+
+
 WRONG_MASK = {"hides", "shows", "hides-and-shows", "moved"}  # the mask's pattern is wrong, not how it is applied
 MADE_ELSEWHERE = {"differs", "nan"}  # wrong numbers, which a view only carries on (not another step's)
+
+
+REDUCING = {"sum", "cumsum", "mean", "cumprod", "prod", "logsumexp", "amax", "max"}
+
+
+def _reduced_otherwise(user: list[Op], r: Op, j: int, taken: set[int]) -> int | None:
+    """A reduction the user's code makes of j (the step's input), to another shape than the reduction r (a sum over
+    the whole axis where the step keeps a running one): the one op that does, else None."""
+    if r.name not in REDUCING:
+        return None
+    made = [c for c, u in enumerate(user) if j in u.parents and u.name in REDUCING and c not in taken
+            and u.out.shape != r.out.shape]
+    return made[0] if len(made) == 1 else None
 
 
 def factor_origin(user: list[Op], j: int, r: Op) -> int:
@@ -448,7 +591,8 @@ def _factor(u: torch.Tensor, want: torch.Tensor) -> float | None:
     if not ww.numel() or float(ww.norm()) == 0:
         return None
     c = float((uu * ww).sum() / (ww * ww).sum())
-    return c if abs(c - 1) > 1e-6 and c != 0 and distance(uu, c * ww) <= SAME else None
+    sane = 1e-9 < abs(c) < 1e9  # a factor of 1e-300 is no factor: the numbers are another step's, or nothing
+    return c if sane and abs(c - 1) > 1e-6 and distance(uu, c * ww) <= SAME else None
 
 
 def made_by(user: list[Op], j: int) -> int:
@@ -519,7 +663,7 @@ def near(a: torch.Tensor, b: torch.Tensor) -> float:
 
 # what differs at the departing step, as a code (Departure.relation): with the step's kind it names the mistake
 RELATIONS = ("filled", "kept-finite", "nan", "hides", "shows", "hides-and-shows", "moved", "factor", "other-step",
-             "other-rows", "arranged", "differs", "absent")
+             "reduced", "other-rows", "arranged", "differs", "absent")
 
 
 def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str, dict]:
@@ -586,6 +730,15 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
     return "differs", _differs(u, want)
 
 
+def _index_differs(u: torch.Tensor, want: torch.Tensor) -> str:
+    """An index step's difference, as its first values (block ids, positions: a relative distance says nothing)."""
+    def shown(x: torch.Tensor) -> str:
+        values = [int(v) for v in x.flatten()[:8].tolist()]
+        return "[" + ", ".join(map(str, values)) + (", ...]" if x.numel() > 8 else "]")
+
+    return _say("index_differs", yours=shown(u), want=shown(want))
+
+
 def _differs(u: torch.Tensor, want: torch.Tensor) -> str:
     d = (u - want).abs().nan_to_num(float("inf"))
     return _say("differs", up_to=float(d.max()), l2=distance(u, want))
@@ -644,16 +797,17 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     from attn_drill.judge import calls
 
     source = reference_path.read_text(encoding="utf-8")
-    ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source))
+    per_sequence = getattr(spec, "per_sequence", False)  # steps are indices, and the user may loop over sequences
+    ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=per_sequence)
     label_steps(ref, source, getattr(spec, "step_names", None))
-    keep = Recorder()
+    keep = Recorder(indices=per_sequence)
     calls.run(spec, target, case, path, record=keep)
     try:
         user_source = path.read_text(encoding="utf-8")
         thrown = discarded(user_source)
     except (OSError, SyntaxError, ValueError):
         user_source, thrown = "", set()
-    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable, thrown=thrown)
+    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable, thrown=thrown, per_sequence=per_sequence)
     if gone is not None:  # said in the user's words: the variable their line assigns, never the model answer's
         try:
             yours = assigned(user_source).get(gone.line, "") if gone.line else ""

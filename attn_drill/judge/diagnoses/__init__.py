@@ -107,17 +107,23 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            # (a feature map written as a helper is its `return`: a step the reference names by variable only)
            "linear-feature-map": ("feature map", "step"), "linear-no-normaliser": ("normaliser", "numerator"),
            # a leak is a sum over the wrong keys: the localiser's first differing tensor is seldom the sum itself
-           # (a chunked scan, a column of ones carrying z), so it gives the leak no line and no sentence
-           "linear-causal-leak": (),
+           # (a chunked scan, a column of ones carrying z), so only a running sum made whole gives its line
+           # (RELATION_OF)
+           "linear-causal-leak": ("sums",),
            # attention-backward: the gradient the mistake makes wrong first
            "softmax-backward-no-rowsum": ("dS",), "backward-missing-scale": ("dq", "dk"),
            # (a product of dS or P with a transposed operand: a matmul after the softmax, as a weighted sum is)
            "backward-transposed": ("dv", "dP", "dq", "dk", "weighted sum"),
            # flash: the accumulator, or the factor that should have rescaled it
            "online-softmax-no-rescale": ("accumulator", "rescale factor"),
-           # paged-attention: where a token is read from, which tokens are attended
-           "paged-block-index": ("blocks", "slots"), "paged-table-ignored": ("blocks",),
+           # paged-attention: where a token is read from, which tokens are attended; an index built in a form the
+           # model answer lacks (one flat slot number) shows first in the tokens it reads
+           "paged-block-index": ("blocks", "slots", "tokens read"), "paged-table-ignored": ("blocks", "tokens read"),
            "paged-length-ignored": ("lengths", "mask")}
+
+
+# mistakes placed by the departure only when it differs there in this way (localise.RELATIONS)
+RELATION_OF = {"linear-causal-leak": "reduced"}
 
 
 # mistakes whose own line is only where the step belongs (the scores' product, for a scale): the departure's line,
@@ -138,7 +144,8 @@ def agrees(out: list, gone) -> bool:
     errors = [f for f in out if f.level == "error"]
     top = max(errors, key=lambda f: f.score) if errors else None
     kinds = kinds_of(top.slug) if top is not None else None
-    return kinds is None or gone.kind in kinds
+    return (kinds is None or gone.kind in kinds) and (top is None or RELATION_OF.get(top.slug, gone.relation)
+                                                      == gone.relation)
 
 
 def line_from_departure(check, out: list) -> None:
@@ -151,7 +158,8 @@ def line_from_departure(check, out: list) -> None:
         return
     gone = departure(check)
     kinds = kinds_of(top.slug)
-    if gone is not None and gone.line and (kinds is None or gone.kind in kinds):
+    if gone is not None and gone.line and (kinds is None or gone.kind in kinds) and \
+            RELATION_OF.get(top.slug, gone.relation) == gone.relation:
         top.line = gone.line
 
 

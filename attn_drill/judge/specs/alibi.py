@@ -25,7 +25,9 @@ class AlibiSpec(Spec):
     maps = "returned"  # attn-drill show
     signature = "alibi_attention(q, k, v, causal=True)"
     float32_convention = True  # float32 slopes cast to the inputs' dtype are right: no precision-loss
-    step_names = {"p": "positions", "j": "positions", "m": "slopes", "penalty": "bias"}
+    # (the model answer's one other return that a name can reach is alibi_slopes': the weighted sum returned is
+    # structure, which step names never rename)
+    step_names = {"p": "positions", "j": "positions", "m": "slopes", "penalty": "bias", "return": "slopes"}
 
     def resolve(self, module):
         fn, bad = resolve_function(module, self.name, self.signature, [((1, 2, 3), {}), ((1, 2, 3), {"causal": False})])

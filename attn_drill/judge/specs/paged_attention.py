@@ -28,7 +28,9 @@ class PagedAttentionSpec(Spec):
     signature = "paged_attention(q, k_cache, v_cache, block_table, lengths)"
     meta_run = False  # it reads lengths' values: the meta device cannot run it, which says nothing about devices
     maps = "values"  # attn-drill show: every pool slot's value one-hot, read back through the table (judge/show.py)
-    step_names = {"t": "positions", "blocks": "blocks", "slots": "slots", "valid": "lengths"}
+    step_names = {"t": "positions", "blocks": "blocks", "slots": "slots", "valid": "lengths", "k": "tokens read",
+                  "v": "tokens read"}
+    per_sequence = True  # localise.py: its steps are indices (kept), and a loop over sequences makes each one's part
 
     def resolve(self, module):
         return resolve_function(module, self.name, self.signature, [((1, 2, 3, 4, 5), {})])
@@ -96,8 +98,9 @@ def paged_case(gen, H: int, Hkv: int, d: int, bs: int, lengths: list[int], spare
     num_blocks = sum(owned) + spare
     order = torch.randperm(num_blocks, generator=gen)  # the pool, shuffled: block ids are not in order
     # large, and each slot its own: which stale slots a mistake reads shows in the output, not only that it reads one
+    # (positive: a value at or below -1e4 would read as a hidden score to the localiser, localise.HIDDEN)
     k_cache = STALE * (1 + torch.rand(num_blocks, bs, Hkv, d, generator=gen, dtype=torch.float64))
-    v_cache = -STALE * (1 + torch.rand(num_blocks, bs, Hkv, d, generator=gen, dtype=torch.float64))
+    v_cache = STALE * (1 + torch.rand(num_blocks, bs, Hkv, d, generator=gen, dtype=torch.float64))
     table = torch.empty(B, max_blocks, dtype=torch.int64)
     starts = [sum(owned[:b]) for b in range(B)]
     for b, n in enumerate(lengths):
