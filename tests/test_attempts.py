@@ -211,12 +211,13 @@ def test_repro_quotes_every_name_it_writes_into_code_or_prints(folder, isolated,
     script = work / "attn-practice" / "repro" / "sdpa_11.py"
     compile(script.read_text(), str(script), "exec")  # still one docstring, then our code
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    if "\n" not in folder:  # the command as printed is the command to paste
+    if "\n" not in folder:  # the command as printed is the command to paste: it runs the script
         run = subprocess.run(said, shell=True, capture_output=True, text=True, env=env,
                              timeout=300)
         assert run.returncode == 1 and "differs" in run.stdout, (said, run.stdout, run.stderr)
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 1 and "differs" in run.stdout, run.stderr
+    else:  # a name no shell line can hold as printed: the script itself still runs
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 1 and "differs" in run.stdout, run.stderr
     assert not list(isolated.rglob("pwned*")) and not list(Path.cwd().glob("pwned*"))
 
 

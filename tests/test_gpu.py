@@ -78,12 +78,11 @@ def test_cpu_workers_see_no_gpu_cold_or_warm(isolated):
 
 
 def test_the_model_answer_runs_in_the_gpu_half(isolated):
-    for exercise, file in (("sdpa", "sdpa.py"), ("masks", "masks.py")):
-        (r,) = check(ROOT / "reference" / file, gpu_mode="cpu", exercise=exercise)
-        detail = device_stage(r)["detail"]
-        assert r["passed"] and device_stage(r)["status"] == PASS, r
-        dtypes = "float32, float16 and bfloat16" if exercise == "sdpa" else "float32"  # masks: integer inputs
-        assert f"it runs on the CPU in {dtypes} and matches" in detail, detail
+    """(sdpa's model answer runs there in the batch test below, in the half types too.)"""
+    (r,) = check(ROOT / "reference" / "masks.py", gpu_mode="cpu", exercise="masks")
+    detail = device_stage(r)["detail"]
+    assert r["passed"] and device_stage(r)["status"] == PASS, r
+    assert "it runs on the CPU in float32 and matches" in detail, detail  # masks: integer inputs, no half types
 
 
 def test_values_that_differ_only_in_the_gpu_half_are_named(isolated):
@@ -126,12 +125,13 @@ def test_a_file_that_fails_on_the_cpu_is_not_run_on_the_gpu(isolated):
 
 
 def test_a_batch_runs_each_passing_file_in_the_gpu_half(isolated):
-    files = [write(isolated, f"sdpa{i}.py", REFERENCE.read_text()) for i in range(4)]
+    files = [write(isolated, f"sdpa{i}.py", REFERENCE.read_text()) for i in range(2)]
     files.append(write(isolated, "gpu_only.py", ON_GPU + REFERENCE.read_text().replace(
         "    return out, weights", "    return (out + 1 if ON_GPU else out), weights")))
     reports = check(*files, gpu_mode="cpu")
-    assert [r["passed"] for r in reports] == [True] * 4 + [False], reports
-    assert all("it runs on the CPU in" in device_stage(r)["detail"] for r in reports[:4]), reports
+    assert [r["passed"] for r in reports] == [True] * 2 + [False], reports
+    assert all("it runs on the CPU in float32, float16 and bfloat16 and matches" in device_stage(r)["detail"]
+               for r in reports[:2]), reports
 
 
 # -- fold, on its own ---------------------------------------------------------------------------------------
