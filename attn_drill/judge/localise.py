@@ -78,6 +78,7 @@ class Departure:
     relation: str = "differs"  # what differs, as a code (RELATIONS): the departure's name for the mistake
     params: dict = field(default_factory=dict)  # the relation's numbers, for the finding's wording (a fill value)
     line_in_how: bool = False  # `how` says the line itself (a result thrown away there is not the step)
+    step_line: int | None = None  # the line of the step's own tensor, when `line` is an earlier one it came from
 
     def said(self) -> str:
         if self.line and not self.line_in_how:
@@ -515,7 +516,12 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     elif code in MADE_ELSEWHERE and line is not None and not r.index:
         shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
             {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
-        line = user[went_wrong(user, made_by(user, j), sources, taken, shapes)].line
+        own = made_by(user, j)
+        first = went_wrong(user, own, sources, taken, shapes)
+        if user[first].line != user[own].line:  # said as such: that line does not make the step's tensor itself
+            return Departure(r.label, r.kind, user[first].line, _say("made_from", how=how, line=user[first].line),
+                             code, params, line_in_how=True, step_line=user[own].line)
+        line = user[own].line
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
     return Departure(r.label, r.kind, line, how, code, params)
@@ -810,7 +816,8 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     gone = departure(ref, keep.ops, bool_steps=not spec.differentiable, thrown=thrown, per_sequence=per_sequence)
     if gone is not None:  # said in the user's words: the variable their line assigns, never the model answer's
         try:
-            yours = assigned(user_source).get(gone.line, "") if gone.line else ""
+            at = gone.step_line or gone.line
+            yours = assigned(user_source).get(at, "") if at else ""
         except (SyntaxError, ValueError):
             yours = ""
         gone.step = step_words(gone.kind, yours)
