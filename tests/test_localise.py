@@ -171,6 +171,11 @@ DEPARTURES = [
     ("mla/rmsnorm-eps-misplaced__blind_b29_norm_plus_eps.py", "norm", 14, "differs", "differs by up to"),
     # ... nor a line that computes right elsewhere (a norm helper called twice: the second call is the mistake)
     ("mla/mla-latent-not-normalised__blind_b29_norm_twice.py", "projection", 64, "differs", "differs by up to"),
+    # a step left out: right after the line that makes its input (the latent's norm, never applied)
+    ("mla/mla-latent-not-normalised__blind_b28_kv_norm_skipped.py", "norm", 54, "other-step",
+     "the step is left out after your line 54"),
+    # a step absent that the model answer makes on its input's own statement (`p * (dp - rowsum)`): that statement
+    ("attention-backward/softmax-backward-no-rowsum__blind_b37_plain.py", "dS", 16, "absent", "none of your"),
 ]
 
 

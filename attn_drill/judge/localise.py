@@ -488,8 +488,11 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         if best_key is None or key < best_key:
             best, best_key = (j, code, how, laid, params, skipped, want), key
     if best is None:
-        # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's
-        line = next((u.line for u in user[after + 1:]), None) if sources else None
+        # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's. An
+        # input the model answer makes on the step's own line (`p * (dp - (dp * p).sum(...))`) is the statement
+        # the step belonged in: that input's line
+        beside = [hits[p] for p in r.parents if hits[p] is not None and ref[p].line == r.line]
+        line = user[beside[0]].line if beside else next((u.line for u in user[after + 1:]), None) if sources else None
         return Departure(r.label, r.kind, line, _say("absent", n=r.out.numel(), shape=tuple(r.out.shape)), "absent")
     j, code, how, laid, params, skipped, want = best
     if laid and code != "arranged":
@@ -509,6 +512,12 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             c = user[reduced]
             return Departure(r.label, r.kind, c.line, _say("reduced", shape=tuple(c.out.shape),
                                                            want=tuple(r.out.shape)), "reduced")
+        # no tensor made from the step's inputs stands for it: the step is left out, and belongs right after the
+        # line that makes its input
+        counterpart = any(not c[4] and not c[0][0] for c in near_ones)  # (fed, not the input itself)
+        if line is None and reduced is None and not counterpart and _left_out(user, r, j, taken):
+            return Departure(r.label, r.kind, user[j].line, _say("left_out_after", how=how, line=user[j].line),
+                             code, params, line_in_how=True)
     if code in WRONG_MASK and line is not None:
         line = mask_origin(user, j)
     elif code == "factor" and line is not None:
@@ -572,6 +581,15 @@ def _reduced_otherwise(user: list[Op], r: Op, j: int, taken: set[int]) -> int | 
     made = [c for c, u in enumerate(user) if j in u.parents and u.name in REDUCING and c not in taken
             and u.out.shape != r.out.shape]
     return made[0] if len(made) == 1 else None
+
+
+def _left_out(user: list[Op], r: Op, j: int, taken: set[int]) -> bool:
+    """A step left out (a norm, a transform of its input: not a reduction, nor a softmax, which have their own
+    account), when the user's code reads j (the step's input, standing for its result) where the result belongs:
+    some op reads j and reproduces no step of the reference."""
+    if r.name in REDUCING or r.name in SOFTMAX or r.index:
+        return False
+    return any(j in u.parents and c not in taken for c, u in enumerate(user))
 
 
 def factor_origin(user: list[Op], j: int, r: Op) -> int:
