@@ -122,8 +122,17 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "paged-length-ignored": ("lengths", "mask")}
 
 
-# mistakes placed by the departure only when it differs there in this way (localise.RELATIONS)
-RELATION_OF = {"linear-causal-leak": "reduced"}
+# mistakes placed by the departure at these kinds of step only when it differs there in this way
+# (localise.RELATIONS)
+RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}}
+
+
+def placed(slug: str, gone) -> bool:
+    """The departure can be said of mistake `slug`: at a kind of step it makes wrong, in the way it does there."""
+    kinds = kinds_of(slug)
+    if kinds is not None and gone.kind not in kinds:
+        return False
+    return RELATION_OF.get(slug, {}).get(gone.kind, gone.relation) == gone.relation
 
 
 # mistakes whose own line is only where the step belongs (the scores' product, for a scale): the departure's line,
@@ -143,9 +152,7 @@ def agrees(out: list, gone) -> bool:
     elsewhere, which would then be a sentence about another step."""
     errors = [f for f in out if f.level == "error"]
     top = max(errors, key=lambda f: f.score) if errors else None
-    kinds = kinds_of(top.slug) if top is not None else None
-    return (kinds is None or gone.kind in kinds) and (top is None or RELATION_OF.get(top.slug, gone.relation)
-                                                      == gone.relation)
+    return top is None or placed(top.slug, gone)
 
 
 def line_from_departure(check, out: list) -> None:
@@ -157,9 +164,7 @@ def line_from_departure(check, out: list) -> None:
     if top is None or top.line is not None and top.slug not in PLACED_BY_DEPARTURE or top.slug not in STEP_OF:
         return
     gone = departure(check)
-    kinds = kinds_of(top.slug)
-    if gone is not None and gone.line and (kinds is None or gone.kind in kinds) and \
-            RELATION_OF.get(top.slug, gone.relation) == gone.relation:
+    if gone is not None and gone.line and placed(top.slug, gone):
         top.line = gone.line
 
 
