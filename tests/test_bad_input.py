@@ -262,7 +262,8 @@ def test_a_read_only_home(command, run_script, isolated, home):
         assert "passed" in r.stdout and r.stderr == ""  # the history is read as it is, without its journal
 
 
-@pytest.mark.parametrize("command", ["hint", "start", "check", "mock"])
+@pytest.mark.parametrize("command", ["hint", "start", "check",
+                                     pytest.param("mock", marks=pytest.mark.slow)])  # it waits out its 6 s clock
 def test_a_full_disk(command, run_script, isolated, home):
     prepared_home(run_script, isolated)
     args, wants = COMMANDS[command]

@@ -25,9 +25,9 @@ ROOT = Path(__file__).parent.parent
 CORPUS = Path(__file__).parent / "corpus"
 MODEL_ANSWERS = [(ROOT / "reference" / ex.file, ex.id) for ex in catalogue.exercises().values()]
 ALL_STYLES = [(p, p.parent.name) for p in sorted(CORPUS.glob("*/ok__*.py"))]
-# by default three correct files of each exercise (blind ones first: written without this code in view); -m slow: all
+# by default two correct files of each exercise (blind ones first: written without this code in view); -m slow: all
 OTHER_STYLES = [(p, e) for e in sorted({e for _, e in ALL_STYLES})
-                for p in sorted((p for p, x in ALL_STYLES if x == e), key=lambda p: "blind" not in p.name)[:3]]
+                for p in sorted((p for p, x in ALL_STYLES if x == e), key=lambda p: "blind" not in p.name)[:2]]
 MORE_STYLES = [c for c in ALL_STYLES if c not in OTHER_STYLES]
 
 
