@@ -363,7 +363,7 @@ def reproduced(ref: list[Op], user: list[Op], per_sequence: bool = False) -> lis
         groups[u.out.numel()][0].append(j)
         groups[u.out.numel()][1].append(signature(u.out))
     groups = {n: (js, torch.stack(sigs)) for n, (js, sigs) in groups.items()}
-    batch = ref[-1].out.size(0) if ref[-1].out.dim() else 1  # the returned tensor's (B, ...)
+    batch = batch_of(ref)
 
     def find(r: torch.Tensor, like) -> int | None:
         js, sigs = groups.get(r.numel(), ((), None))
@@ -446,9 +446,10 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     normalised = made | descendants(user, made)  # probabilities, or made from them: no score is left at -inf there
     near_ones = []
     passes, seen = [], {}  # by user op: how many times its line's call ran before (a loop over sequences: b)
-    for u in user:
+    for u in user if per_sequence else ():
         passes.append(seen.get((u.line, u.name), 0))
         seen[(u.line, u.name)] = passes[-1] + 1
+    batch = batch_of(ref)
     for j, u in enumerate(user):
         skipped = j in sources  # the step left out: the tensor it starts from stands for it
         if not skipped and (j <= after or j in taken and not r.index):  # an index may equal another (t % n, t)
@@ -460,7 +461,6 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         if u.out.numel() == r.out.numel():
             wants = [r]
         elif per_sequence and not skipped:  # its sequence's part of the step (the loop's pass it was made in)
-            batch = ref[-1].out.size(0) if ref[-1].out.dim() else 1
             wants = [replace(r, out=piece) for group in pieces(r.out, {u.out.numel()}, batch, only=passes[j])
                      for piece in group]
         else:
@@ -543,14 +543,7 @@ def went_wrong(user: list[Op], j: int, sources: set[int], taken: set[int], shape
     (a tensor the model answer never makes on the way to one it does is only another way to the right numbers).
     There the numbers went wrong, and user[j] only carries it on; j itself when there is none."""
     fed = descendants(user, sources) if sources else set(range(len(user)))
-    feeds_right = set()  # every op a reproduced one was computed from
-    for k in sorted(taken, reverse=True):
-        stack = [k]
-        while stack:
-            for p in user[stack.pop()].parents:
-                if p not in feeds_right:
-                    feeds_right.add(p)
-                    stack.append(p)
+    feeds_right = ancestors(user, taken)  # every op a reproduced one was computed from
     right_calls = {(user[k].line, user[k].name) for k in taken}  # a line that computes right elsewhere (a helper
     seen, stack, wrong = set(), [j], []  # called twice) is not where it went wrong: its call is
     while stack:
@@ -674,6 +667,20 @@ def descendants(ops: list[Op], roots: set[int]) -> set[int]:
         if any(p in out for p in op.parents):
             out.add(j)
     return out - roots
+
+
+def ancestors(ops: list[Op], roots: set[int]) -> set[int]:
+    """Every op the roots were computed from (parents come before their children)."""
+    out: set[int] = set()
+    for j in reversed(range(len(ops))):
+        if j in roots or j in out:
+            out.update(ops[j].parents)
+    return out
+
+
+def batch_of(ref: list[Op]) -> int:
+    """The batch size B: the first axis of the reference's returned tensor (B, ...)."""
+    return ref[-1].out.size(0) if ref[-1].out.dim() else 1
 
 
 def near(a: torch.Tensor, b: torch.Tensor) -> float:
