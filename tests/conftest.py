@@ -32,10 +32,13 @@ def session_home(tmp_path_factory: pytest.TempPathFactory):
     """Before any fixture of a wider scope than a test's (a module's batch of checks) runs: a home of the
     session's own, never the real user's, and no GPU half (test_gpu.py asks for it). `isolated` then gives
     each test its own."""
-    saved = {name: os.environ.get(name) for name in ("ATTN_DRILL_HOME", "ATTN_DRILL_GPU", "ATTN_DRILL_LANG")}
+    saved = {name: os.environ.get(name) for name in ("ATTN_DRILL_HOME", "ATTN_DRILL_GPU", "ATTN_DRILL_LANG",
+                                                    "ATTN_DRILL_LANES")}
     os.environ["ATTN_DRILL_HOME"] = str(tmp_path_factory.mktemp("session-home"))
     os.environ["ATTN_DRILL_GPU"] = "off"
     os.environ["ATTN_DRILL_LANG"] = "en"  # English whatever the machine's locale (test_i18n.py asks for zh)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # pytest-xdist runs a worker per core already: a batch's second lane
+        os.environ["ATTN_DRILL_LANES"] = "1"  # would only add a torch import and compete with the other workers
     yield
     for name, value in saved.items():
         if value is None:

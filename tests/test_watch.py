@@ -371,3 +371,13 @@ def test_a_file_deleted_during_a_watched_check_leaves_no_process_and_the_next_sa
     finally:
         proc.send_signal(2)
         proc.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("value, lanes", [("", runner.MAX_LANES), ("1", 1), ("2", 2), ("99", runner.MAX_LANES),
+                                          ("0", runner.MAX_LANES), ("-3", runner.MAX_LANES),
+                                          ("two", runner.MAX_LANES)])
+def test_attn_drill_lanes_caps_a_batchs_warm_servers(monkeypatch, value, lanes):
+    """A machine shared with other work (the test suite's own workers) asks a batch for fewer lanes; a value that
+    is no whole number of 1 or more leaves the default."""
+    monkeypatch.setenv("ATTN_DRILL_LANES", value)
+    assert runner._lanes_allowed() == lanes

@@ -39,7 +39,7 @@ from attn_drill.report import STAGES, Report, Stage, partial_report
 
 DEFAULT_TIMEOUT = 10.0  # seconds for one file's checks, once torch is imported, not counting waits for a CPU
 LOADED = 6  # however loaded the machine, a check ends within this many timeouts of wall-clock time
-MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core)
+MAX_LANES = 4  # warm servers a batch runs side by side, at most (one per core; ATTN_DRILL_LANES=n: at most n)
 
 
 @dataclass
@@ -135,7 +135,7 @@ def _batch(jobs: list[Job], seed: int, timeout: float, on_gpu: bool) -> Iterator
     from concurrent.futures import ThreadPoolExecutor
 
     lanes = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-                       MAX_LANES, len(jobs) // 4))
+                       _lanes_allowed(), len(jobs) // 4))
     pools = [warm.WarmPool(sorted({j.exercise for j in jobs})) for _ in range(lanes)]
     for pool in pools:
         pool.start()  # here, in the thread that lives longest: a server dies with the thread that started it
@@ -160,6 +160,16 @@ def _batch(jobs: list[Job], seed: int, timeout: float, on_gpu: bool) -> Iterator
                 future.cancel()
             for pool in pools:
                 pool.close()  # its server kills a child still running: a lane still waiting returns at once
+
+
+def _lanes_allowed() -> int:
+    """MAX_LANES, or fewer where ATTN_DRILL_LANES says so (a machine shared with other work; the test suite, whose
+    workers already take a core each); a value that is not a whole number of 1 or more is ignored."""
+    try:
+        asked = int(os.environ.get("ATTN_DRILL_LANES", ""))
+    except ValueError:
+        return MAX_LANES
+    return min(MAX_LANES, asked) if asked >= 1 else MAX_LANES
 
 
 _live: set[int] = set()  # the processes of checks in progress, in every lane, and the warm servers
