@@ -176,6 +176,23 @@ DEPARTURES = [
      "the step is left out after your line 54"),
     # a step absent that the model answer makes on its input's own statement (`p * (dp - rowsum)`): that statement
     ("attention-backward/softmax-backward-no-rowsum__blind_b37_plain.py", "dS", 16, "absent", "none of your"),
+    # a mask compared on one line and given an axis on the next (`valid[:, None, :]`): the comparison's line
+    ("paged-attention/paged-length-ignored__blind_b38_mask_le.py", "mask", 20, "shows", "shows 6 of the 36"),
+    # ... filled with finfo.min where it hides: the keys it shows make the pattern wrong, not the fill
+    ("paged-attention/paged-length-ignored__blind_b39_mask_le.py", "mask", 17, "shows", "shows 8 of the 36"),
+    # ... applied by torch.where from a full_like(-inf): one value repeated stands for no step
+    ("paged-attention/paged-length-ignored__blind_b46_matmul_mask_le.py", "mask", 17, "shows", "shows 6 of the 36"),
+    # the right numbers in another order, read through an index the code computed: the index's line
+    ("paged-attention/kv-repeat-order__blind_b39_head_modulo.py", "kv repeat", 12, "arranged",
+     "put in that order at your line 12"),
+    # ... put in that order by a view before the step (blocks transposed before the flatten): the view's line
+    ("paged-attention/paged-block-index__blind_b40_transpose_flatten.py", "kv repeat", 12, "arranged",
+     "put in that order at your line 12"),
+    # a factor that is a Python number kept by the constructor (`self.scale = 1 / math.sqrt(d_model)`)
+    ("mha/wrong-scale__blind_b44_sqrt_dmodel.py", "scale", 12, "factor", "a number your line 12 computes"),
+    # ... a scale that came out 1.0 (`1 / d ** (1 // 2)`): the scores are multiplied by it unchanged
+    ("attention-backward/missing-scale__blind_b37_intdiv_exponent.py", "scale", 6, "factor",
+     "a number your line 6 computes"),
 ]
 
 

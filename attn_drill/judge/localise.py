@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from attn_drill.i18n import t
+from attn_drill.judge.assignments import Assignments
 from attn_drill.judge.trace import Tracer
 
 MAX_OPS = 3000  # per run: a loop over many blocks keeps its first ones (enough to find a departure)
@@ -67,6 +68,7 @@ class Op:
     copied: bool = False  # a mask that holds the pattern of a tensor the user's lines did not make (the input's)
     var: str = ""  # reference only: the variable its line assigns ("return" for a return statement)
     index: bool = False  # an integer tensor (positions, block ids), kept only where the spec's steps are indices
+    numbers: tuple[float, ...] = ()  # the Python floats the call was given (a scale: `s * scale`)
 
 
 @dataclass
@@ -108,6 +110,7 @@ class Recorder:
         # no input, weight or cache read, and only from tensors made that way
         free = all(id(x) in self.made for x in read) and all(self.ops[p].free for p in parents)
         given = [x for x in read if id(x) not in self.ours]  # the input, the weights: made by no traced line
+        numbers = tuple(x for x in (*args, *kwargs.values()) if type(x) is float)
         for x in _tensors(out):
             self.ours.add(id(x))
             self.alive.append(x)  # held, so that no later tensor gets its id
@@ -116,7 +119,8 @@ class Recorder:
                 self.made[id(x)] = len(self.ops)
                 self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
                                    boolean=x.dtype == torch.bool, free=free,
-                                   copied=x.dtype == torch.bool and _copies(x, given), index=index))
+                                   copied=x.dtype == torch.bool and _copies(x, given), index=index,
+                                   numbers=numbers))
 
 
 def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
@@ -397,9 +401,10 @@ def informative(t: torch.Tensor) -> bool:
 
 
 def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: set[int] = frozenset(),
-              per_sequence: bool = False) -> Departure | None:
+              per_sequence: bool = False, numbers: Assignments | None = None) -> Departure | None:
     """The first reference step the user's code gets wrong while it gets right every step it is computed from.
-    `thrown`: the user's lines whose result is thrown away (discarded()); `per_sequence`: see parts()."""
+    `thrown`: the user's lines whose result is thrown away (discarded()); `per_sequence`: see parts();
+    `numbers`: the Python floats the user's lines made (a wrong factor's line)."""
     if not ref:
         return None
     hits = reproduced(ref, user, per_sequence)
@@ -413,7 +418,7 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
         if right[i]:
             continue
         if all(right[p] for p in r.parents):
-            gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence)
+            gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence, numbers=numbers)
             if r.index and gone.relation == "absent":  # an index the user never made (a slice does its work):
                 right[i] = True  # what it indexes says whether it went wrong
                 continue
@@ -433,7 +438,7 @@ def children(ref: list[Op], i: int) -> list[int]:
 
 
 def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], thrown: set[int] = frozenset(),
-            shortlist: int = 6, per_sequence: bool = False) -> Departure:
+            shortlist: int = 6, per_sequence: bool = False, numbers: Assignments | None = None) -> Departure:
     """The departure at reference step i, said with the user's tensor that stands for it: among those made from the
     user's tensors that reproduce the step's inputs (else any made after them), one whose difference has a name
     (a factor, -inf kept finite, ...), else the nearest. Only a short list of the nearest is described."""
@@ -471,9 +476,10 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
                 if per_sequence and d <= SAME and not skipped:  # its sequence's part, right: not where it goes wrong
                     continue
                 # a loop over sequences: the first tensor in the order the code ran that stands for the step and
-                # differs is where it went wrong (a later one only carries it on)
-                near_ones.append(((j not in fed and not skipped, j if per_sequence else d), j, view, laid, skipped,
-                                  want))
+                # differs is where it went wrong (a later one only carries it on); one value repeated (the -inf a
+                # `where` fills from) stands for nothing
+                order = (not informative(u.out), j) if per_sequence else d
+                near_ones.append(((j not in fed and not skipped, order), j, view, laid, skipped, want))
     near_ones.sort(key=lambda c: c[0])
     listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
     best, best_key = None, None
@@ -521,7 +527,16 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     if code in WRONG_MASK and line is not None:
         line = mask_origin(user, j)
     elif code == "factor" and line is not None:
-        line = user[factor_origin(user, j, want)].line
+        k = factor_origin(user, j, want)
+        line = user[k].line
+        # the ops that keep the factor, and a scaling of j by one (`* scale` where the scale came out 1.0)
+        chain = sorted(({k} | descendants(user, {k})) & (ancestors(user, {j}) | {j})) + [
+            c for c, u in enumerate(user) if u.parents == (j,) and u.name in SCALING and torch.equal(u.out, user[j].out)]
+        made = next((at for c in chain for x in user[c].numbers for at in [numbers.origin(x, c) if numbers else None]
+                     if at is not None and at != line), None)
+        if made is not None:  # the factor is a Python number the call was given: the line that made it
+            return Departure(r.label, r.kind, made, _say("factor_from", how=how, line=made), code, params,
+                             line_in_how=True, step_line=line)
     elif code in MADE_ELSEWHERE and line is not None and not r.index:
         shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
             {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
@@ -533,7 +548,29 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         line = user[own].line
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
+    elif code == "arranged" and line is not None:
+        by = arranged_by(user, j, sources, [ref[p].out for p in r.parents])
+        if user[by].line != line:  # said as such: that line put the numbers in order, another made the step's
+            return Departure(r.label, r.kind, user[by].line, _say("arranged_at", line=user[by].line), code, params,
+                             line_in_how=True, step_line=line)
     return Departure(r.label, r.kind, line, how, code, params)
+
+
+GATHER = {"__getitem__", "index_select", "gather", "take", "take_along_dim"}
+
+
+def arranged_by(user: list[Op], j: int, sources: set[int], inputs: list[torch.Tensor]) -> int:
+    """The op that put user[j]'s right numbers in their wrong order: where they were read through an integer index
+    the code computed (`k[:, :, arange(H) % Hkv]`), the op that made the index; else the first view on the way
+    from the step's inputs (`sources`, the reference's `inputs`) that holds an input's numbers but in no layout of
+    it (a transpose before a reshape that merges the wrong axes; a piece, one head unbound, says nothing); else j."""
+    k = made_by(user, j)
+    indices = [p for p in user[k].parents if user[p].index]
+    if user[k].name in GATHER and len(indices) == 1:
+        return made_by(user, indices[0])
+    between = sorted(ancestors(user, {j}) & descendants(user, sources))
+    return next((p for p in between if user[p].name in LAYOUT and user[p].out.numel() in {x.numel() for x in inputs}
+                 and not any(reproduces(user[p].out, x) for x in inputs)), j)
 
 
 def went_wrong(user: list[Op], j: int, sources: set[int], taken: set[int], shapes: set) -> int:
@@ -646,18 +683,20 @@ def mask_origin(user: list[Op], j: int) -> int | None:
 
 
 def _two_valued(op: Op) -> bool:
-    """A mask: booleans, or a tensor of two values (0 and 1, 0 and -inf)."""
-    return op.boolean or op.out.numel() > 1 and torch.unique(op.out).numel() <= 2
+    """A mask: booleans, or a tensor of two values (0 and 1, 0 and -inf; one value repeated is a fill, no mask)."""
+    return op.boolean or op.out.numel() > 1 and torch.unique(op.out).numel() == 2
 
 
 def same_pattern(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """The same positions non-zero, as they are or negated, once broadcast (or, failing that, flattened)."""
-    try:
-        a, b = torch.broadcast_tensors(a != 0, b != 0)
-    except RuntimeError:
-        if a.numel() != b.numel():
-            return False
+    """The same positions non-zero, as they are or negated: flattened when both hold as many (a view adds an axis:
+    `keep[:, None, :]`), else once broadcast."""
+    if a.numel() == b.numel():
         a, b = (a != 0).reshape(-1), (b != 0).reshape(-1)
+    else:
+        try:
+            a, b = torch.broadcast_tensors(a != 0, b != 0)
+        except RuntimeError:
+            return False
     return bool((a == b).all() or (a != b).all())
 
 
@@ -716,6 +755,11 @@ def filled(u: torch.Tensor, r: Op, ref: list[Op]) -> tuple[str, str, dict] | Non
     if scores is not None and distance(kept, scores[hid]) <= SAME:
         n = int(hid.sum())
         return "shows", _say("shows_as_they_are", n=n), {}
+    if scores is not None:  # some shown as they are, the rest filled: the mask's pattern is wrong, not its fill
+        shown = (kept - scores[hid]).abs() <= 1e-6 * (1 + scores[hid].abs())
+        if bool(shown.any()) and not bool(shown.all()) and constant(kept[~shown]):
+            said = _say("shows", missed=int(shown.sum()), hidden=int(hid.sum()))
+            return "shows", _say("yours", what=said), {}
     if constant(kept):
         value = float(kept[0])
         return "filled", _say("fills", value=value), {"value": f"{value:g}"}
@@ -832,13 +876,15 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=per_sequence)
     label_steps(ref, source, getattr(spec, "step_names", None))
     keep = Recorder(indices=per_sequence)
-    calls.run(spec, target, case, path, record=keep)
+    with Assignments(path, keep.ops) as numbers:
+        calls.run(spec, target, case, path, record=keep)
     try:
         user_source = path.read_text(encoding="utf-8")
         thrown = discarded(user_source)
     except (OSError, SyntaxError, ValueError):
         user_source, thrown = "", set()
-    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable, thrown=thrown, per_sequence=per_sequence)
+    gone = departure(ref, keep.ops, bool_steps=not spec.differentiable, thrown=thrown, per_sequence=per_sequence,
+                     numbers=numbers)
     if gone is not None:  # said in the user's words: the variable their line assigns, never the model answer's
         try:
             at = gone.step_line or gone.line

@@ -117,14 +117,15 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            # flash: the accumulator, or the factor that should have rescaled it
            "online-softmax-no-rescale": ("accumulator", "rescale factor"),
            # paged-attention: where a token is read from, which tokens are attended; an index built in a form the
-           # model answer lacks (one flat slot number) shows first in the tokens it reads
-           "paged-block-index": ("blocks", "slots", "tokens read"), "paged-table-ignored": ("blocks", "tokens read"),
+           # model answer lacks (one flat slot number) shows first in the tokens it reads, the blocks read whole and
+           # then laid out slot-major in the tokens repeated for the heads (in another order, RELATION_OF)
+           "paged-block-index": ("blocks", "slots", "tokens read", "kv repeat"), "paged-table-ignored": ("blocks", "tokens read"),
            "paged-length-ignored": ("lengths", "mask")}
 
 
 # mistakes placed by the departure at these kinds of step only when it differs there in this way
 # (localise.RELATIONS)
-RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}}
+RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"}}
 
 
 def placed(slug: str, gone) -> bool:
@@ -137,7 +138,7 @@ def placed(slug: str, gone) -> bool:
 
 # mistakes whose own line is only where the step belongs (the scores' product, for a scale): the departure's line,
 # at the kind of step the mistake makes wrong, is where the wrong factor was applied
-PLACED_BY_DEPARTURE = {"wrong-scale"}
+PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale"}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:

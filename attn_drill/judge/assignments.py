@@ -1,0 +1,85 @@
+"""The Python numbers the user's lines compute and keep (`scale = 1 / math.sqrt(d)`, `self.scale = d ** -0.5` in a
+constructor): a torch call that multiplies by `scale` sees only the float, never where it was made. The localiser
+asks which line made the number a wrong factor came from.
+
+Found from behaviour: a line tracer on the user's own frames compares, after each line, the floats its frame holds
+(its locals, and the attributes of its `self`) with those before it; a float that appears or changes was made by
+the line that just ran. Only while the localiser runs the user's code again on one case (a failing check).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_LINES = 50_000  # line events watched per run: a long loop keeps its first passes (the scale is made before)
+
+
+@dataclass(frozen=True)
+class Made:
+    line: int  # the user's line that made it
+    value: float
+    ops_before: int  # how many tensors the recorder had kept when it was made (its place among the torch calls)
+
+
+class Assignments:
+    """A context: while it is open, every float a frame of `path` comes to hold is kept (`made`), with its line.
+    `ops` counts the torch calls recorded so far (the Recorder's list), to place each number among them."""
+
+    def __init__(self, path: Path, ops: list):
+        self.file = str(path.resolve())
+        self.ops = ops
+        self.made: list[Made] = []
+        self._frames: dict = {}  # frame -> (the line it last ran, the floats it held then)
+        self._events = 0
+        self._old = None
+
+    def __enter__(self) -> "Assignments":
+        self._old = sys.gettrace()
+        sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.settrace(self._old)
+        self._frames.clear()
+
+    def _call(self, frame, event, arg):
+        if frame.f_code.co_filename != self.file or self._events >= MAX_LINES:
+            return None  # a frame of torch, of the checker, of Python: not watched line by line
+        self._frames[frame] = (None, _floats(frame))
+        return self._line
+
+    def _line(self, frame, event, arg):
+        if event not in ("line", "return"):
+            return self._line
+        self._events += 1
+        last, before = self._frames.get(frame, (None, {}))
+        now = _floats(frame)
+        if last is not None:
+            for key, value in now.items():
+                if key not in before or before[key] != value:
+                    self.made.append(Made(last, value, len(self.ops)))
+        self._frames[frame] = (frame.f_lineno, now)
+        return self._line if self._events < MAX_LINES else None
+
+    def origin(self, value: float, before: int) -> int | None:
+        """The line that last made `value` before the torch call that was the `before`-th recorded, else None."""
+        lines = [m.line for m in self.made if m.value == value and m.ops_before <= before]
+        return lines[-1] if lines else None
+
+
+def _floats(frame) -> dict:
+    """The floats a frame holds: its locals, and its `self`'s attributes (a module keeps its scale there)."""
+    try:
+        local = dict(frame.f_locals)
+    except Exception:  # noqa: BLE001 - the numbers are then unknown
+        return {}
+    out = {name: v for name, v in local.items() if type(v) is float}
+    try:
+        attrs = object.__getattribute__(local["self"], "__dict__") if "self" in local else {}
+        if isinstance(attrs, dict):
+            out.update({("self", k): v for k, v in list(attrs.items()) if type(v) is float})
+    except Exception:  # noqa: BLE001 - a `self` with no __dict__ (slots), or one that refuses to be read
+        pass
+    return out
