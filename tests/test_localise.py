@@ -193,6 +193,9 @@ DEPARTURES = [
     # ... a scale that came out 1.0 (`1 / d ** (1 // 2)`): the scores are multiplied by it unchanged
     ("attention-backward/missing-scale__blind_b37_intdiv_exponent.py", "scale", 6, "factor",
      "a number your line 6 computes"),
+    # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
+    ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
+     "made from numbers your line 14 computes"),
 ]
 
 

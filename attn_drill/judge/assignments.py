@@ -2,9 +2,10 @@
 constructor): a torch call that multiplies by `scale` sees only the float, never where it was made. The localiser
 asks which line made the number a wrong factor came from.
 
-Found from behaviour: a line tracer on the user's own frames compares, after each line, the floats its frame holds
-(its locals, and the attributes of its `self`) with those before it; a float that appears or changes was made by
-the line that just ran. Only while the localiser runs the user's code again on one case (a failing check).
+Found from behaviour: a line tracer on the user's own frames compares, after each line, the floats (and lists of
+floats) its frame holds (its locals, and the attributes of its `self`) with those before it; one that appears or
+changes was made by the line that just ran, and one a function returns by its return statement. Only while the
+localiser runs the user's code again on one case (a failing check).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ MAX_LINES = 50_000  # line events watched per run: a long loop keeps its first p
 @dataclass(frozen=True)
 class Made:
     line: int  # the user's line that made it
-    value: float
+    value: float | tuple  # a float, or a list of them (as a tuple)
     ops_before: int  # how many tensors the recorder had kept when it was made (its place among the torch calls)
 
 
@@ -60,26 +61,41 @@ class Assignments:
             for key, value in now.items():
                 if key not in before or before[key] != value:
                     self.made.append(Made(last, value, len(self.ops)))
+        if event == "return" and number(arg) is not None:  # `return [start ** i for i in range(n)]`
+            self.made.append(Made(frame.f_lineno, number(arg), len(self.ops)))
         self._frames[frame] = (frame.f_lineno, now)
         return self._line if self._events < MAX_LINES else None
 
-    def origin(self, value: float, before: int) -> int | None:
+    def origin(self, value: float | tuple, before: int) -> int | None:
         """The line that last made `value` before the torch call that was the `before`-th recorded, else None."""
         lines = [m.line for m in self.made if m.value == value and m.ops_before <= before]
         return lines[-1] if lines else None
 
 
+MAX_LIST = 4096  # a list of floats longer than this is no scale or slope list
+
+
+def number(x) -> float | tuple | None:
+    """x as a number the localiser can look for: a float, or a list or tuple of floats (the ALiBi slopes before
+    torch.tensor) as a tuple; None for anything else."""
+    if type(x) is float:
+        return x
+    if type(x) in (list, tuple) and 0 < len(x) <= MAX_LIST and all(type(v) is float for v in x):
+        return tuple(x)
+    return None
+
+
 def _floats(frame) -> dict:
-    """The floats a frame holds: its locals, and its `self`'s attributes (a module keeps its scale there)."""
+    """The numbers a frame holds: its locals, and its `self`'s attributes (a module keeps its scale there)."""
     try:
         local = dict(frame.f_locals)
     except Exception:  # noqa: BLE001 - the numbers are then unknown
         return {}
-    out = {name: v for name, v in local.items() if type(v) is float}
+    out = {name: n for name, v in local.items() for n in [number(v)] if n is not None}
     try:
         attrs = object.__getattribute__(local["self"], "__dict__") if "self" in local else {}
         if isinstance(attrs, dict):
-            out.update({("self", k): v for k, v in list(attrs.items()) if type(v) is float})
+            out.update({("self", k): n for k, v in list(attrs.items()) for n in [number(v)] if n is not None})
     except Exception:  # noqa: BLE001 - a `self` with no __dict__ (slots), or one that refuses to be read
         pass
     return out

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from attn_drill.i18n import t
-from attn_drill.judge.assignments import Assignments
+from attn_drill.judge.assignments import Assignments, number
 from attn_drill.judge.trace import Tracer
 
 MAX_OPS = 3000  # per run: a loop over many blocks keeps its first ones (enough to find a departure)
@@ -68,7 +68,7 @@ class Op:
     copied: bool = False  # a mask that holds the pattern of a tensor the user's lines did not make (the input's)
     var: str = ""  # reference only: the variable its line assigns ("return" for a return statement)
     index: bool = False  # an integer tensor (positions, block ids), kept only where the spec's steps are indices
-    numbers: tuple[float, ...] = ()  # the Python floats the call was given (a scale: `s * scale`)
+    numbers: tuple = ()  # the Python floats (and lists of them) the call was given (`s * scale`, torch.tensor(slopes))
 
 
 @dataclass
@@ -110,7 +110,7 @@ class Recorder:
         # no input, weight or cache read, and only from tensors made that way
         free = all(id(x) in self.made for x in read) and all(self.ops[p].free for p in parents)
         given = [x for x in read if id(x) not in self.ours]  # the input, the weights: made by no traced line
-        numbers = tuple(x for x in (*args, *kwargs.values()) if type(x) is float)
+        numbers = tuple(n for x in (*args, *kwargs.values()) for n in [number(x)] if n is not None)
         for x in _tensors(out):
             self.ours.add(id(x))
             self.alive.append(x)  # held, so that no later tensor gets its id
@@ -532,15 +532,18 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         # the ops that keep the factor, and a scaling of j by one (`* scale` where the scale came out 1.0)
         chain = sorted(({k} | descendants(user, {k})) & (ancestors(user, {j}) | {j})) + [
             c for c, u in enumerate(user) if u.parents == (j,) and u.name in SCALING and torch.equal(u.out, user[j].out)]
-        made = next((at for c in chain for x in user[c].numbers for at in [numbers.origin(x, c) if numbers else None]
-                     if at is not None and at != line), None)
-        if made is not None:  # the factor is a Python number the call was given: the line that made it
-            return Departure(r.label, r.kind, made, _say("factor_from", how=how, line=made), code, params,
-                             line_in_how=True, step_line=line)
+        made = number_origin(user, chain, numbers)
+        if made is not None and made[0] != line:  # the factor is a Python number the call was given: its line
+            said = _say("factor_from" if made[1] else "numbers_from", how=how, line=made[0])
+            return Departure(r.label, r.kind, made[0], said, code, params, line_in_how=True, step_line=line)
     elif code in MADE_ELSEWHERE and line is not None and not r.index:
         shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
             {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
         own = made_by(user, j)
+        made = number_origin(user, [own], numbers) if not user[own].parents else None
+        if made is not None and made[0] != user[own].line:  # made from Python numbers alone (torch.tensor(slopes))
+            return Departure(r.label, r.kind, made[0], _say("numbers_from", how=how, line=made[0]), code, params,
+                             line_in_how=True, step_line=user[own].line)
         first = went_wrong(user, own, sources, taken, shapes)
         if user[first].line != user[own].line:  # said as such: that line does not make the step's tensor itself
             return Departure(r.label, r.kind, user[first].line, _say("made_from", how=how, line=user[first].line),
@@ -554,6 +557,17 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             return Departure(r.label, r.kind, user[by].line, _say("arranged_at", line=user[by].line), code, params,
                              line_in_how=True, step_line=line)
     return Departure(r.label, r.kind, line, how, code, params)
+
+
+def number_origin(user: list[Op], ops: list[int], numbers: Assignments | None) -> tuple[int, bool] | None:
+    """(the line that made a Python number the given ops were called with, whether it is one number rather than a
+    list of them): the first found, in the ops' order; None when none was made on a line the tracer watched."""
+    for c in ops:
+        for x in user[c].numbers:
+            at = numbers.origin(x, c) if numbers is not None else None
+            if at is not None:
+                return at, type(x) is float
+    return None
 
 
 GATHER = {"__getitem__", "index_select", "gather", "take", "take_along_dim"}
