@@ -662,3 +662,22 @@ def test_checked_code_reads_its_helpers_but_no_secret_home_or_other_process(tmp_
     assert "helper imported" in said and "read own status: ok" in said, said
     for name in ("secret", "home", "parent environ", "etc", "beside"):
         assert f"read {name}: PermissionError" in said, (name, said)
+
+
+def test_readable_holds_the_packages_beside_a_file_but_no_other_subfolder(tmp_path):
+    """`from mylib.ops import probs` beside the exercise is the user's own code: a folder with an __init__.py is
+    readable; a plain subfolder, a hidden one (even with an __init__.py) and the folder's other files are not."""
+    from attn_drill.process import sandbox
+
+    for name in ("mylib", ".secrets", "notes"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "mylib" / "__init__.py").write_text("")
+    (tmp_path / ".secrets" / "__init__.py").write_text("")
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    (tmp_path / "data.txt").write_text("private\n")
+    exercise = tmp_path / "sdpa.py"
+    exercise.write_text("import mylib\n")
+    paths, listed = sandbox.readable([str(exercise)])
+    assert str(tmp_path / "mylib") in paths and str(tmp_path / "helpers.py") in paths
+    assert not {str(tmp_path / n) for n in (".secrets", "notes", "data.txt")} & set(paths)
+    assert listed == [str(tmp_path)]

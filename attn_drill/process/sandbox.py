@@ -77,8 +77,9 @@ def confine(fault_fd: int | None = None, *, scratch: str | None = None, parent: 
 def readable(files: list[str], gpu: bool = False) -> tuple[list[str], list[str]]:
     """What checked code may read besides its scratch folder: Python, its standard library and installed
     packages (torch, attn-drill, numpy...), the system's shared libraries and time zones, this process's own
-    /proc folder, and the Python files beside each checked file (its helper modules; not the folder's other
-    files, nor its subfolders: a file checked in your home folder does not open ~/.ssh). With `gpu`, what the
+    /proc folder, and the Python files and packages beside each checked file (its helper modules, a folder with
+    an `__init__.py`; not the folder's other files, nor its other subfolders: a file checked in your home folder
+    does not open ~/.ssh). With `gpu`, what the
     GPU's driver may read too: the system's folders (/usr, /opt, /etc, /sys, /dev, /proc/driver). Never: your
     home, attn-drill's, other processes' /proc files (nor /etc without a GPU).
     (paths to read, beneath each; folders that may only be listed)."""
@@ -103,9 +104,13 @@ def readable(files: list[str], gpu: bool = False) -> tuple[list[str], list[str]]
         for folder in {p if os.path.isdir(p) else os.path.dirname(p) for p in near}:
             listed.add(folder)  # its listing (an import looks there first), and its modules
             try:
-                paths |= {os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".py")}
+                names = os.listdir(folder)
             except OSError:
-                pass
+                continue
+            paths |= {os.path.join(folder, n) for n in names if n.endswith(".py")}
+            # a package beside it (`mylib/__init__.py`: `from mylib.ops import probs`), never a hidden folder
+            paths |= {os.path.join(folder, n) for n in names if not n.startswith(".")
+                      and os.path.isfile(os.path.join(folder, n, "__init__.py"))}
     return sorted(p for p in paths if p), sorted(listed)
 
 
