@@ -196,6 +196,12 @@ DEPARTURES = [
     # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
     ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
      "made from numbers your line 14 computes"),
+    # an index in an exercise whose steps are no indices (GQA's `arange(H) % Hkv`): the user's integer tensors
+    ("gqa/kv-repeat-order__blind_b47_arange_mod.py", "kv repeat", 24, "arranged", "put in that order at your line 24"),
+    # kv heads never repeated (the queries grouped instead) is no departure: the mask after it is
+    ("paged-attention/paged-length-ignored__blind_b47_le_length.py", "mask", 17, "shows", "shows 6 of the 36"),
+    # the input read at the wrong places (RoPE's pairs through `2 * i`): the line that computed the index
+    ("rope/rope-interleaved__blind_b47_pair_index.py", "pairs", 8, "differs", "read through the index your line 8"),
 ]
 
 

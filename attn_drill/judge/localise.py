@@ -414,13 +414,19 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
     # a tensor of one repeated value (the zeros a loop starts from) cannot be told apart, nor can a boolean helper
     # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
     right = [v or (r.aux and not bool_steps) or not informative(r.out) for v, r in zip(vouched, ref)]
+    never_repeats = not any((u.name in REPEAT or u.name == "expand") and not u.index and not u.boolean
+                            for u in user)  # the user's code repeats no numbers (an index or a mask expanded is none)
     for i, r in enumerate(ref):
         if right[i]:
             continue
         if all(right[p] for p in r.parents):
             gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence, numbers=numbers)
-            if r.index and gone.relation == "absent":  # an index the user never made (a slice does its work):
-                right[i] = True  # what it indexes says whether it went wrong
+            if gone.relation == "absent" and (r.index or r.name in LAYOUT and not r.parents) or \
+                    r.name in REPEAT and never_repeats and gone.relation in ("absent", "differs"):
+                # an index the user never made (a slice does its work), an input only laid out (`k.transpose(-2,
+                # -1)` where an einsum reads k as it is), kv heads never repeated (the queries grouped instead):
+                # what reads it says whether it went wrong; a copy in another order is a departure ("arranged")
+                right[i] = True
                 continue
             return gone
     return None
@@ -460,6 +466,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         if not skipped and (j <= after or j in taken and not r.index):  # an index may equal another (t % n, t)
             continue
         if r.free and not u.free:  # a step made from constants alone (the frequencies) is never one made from data
+            continue
+        if u.name in BUFFERS:  # a buffer a loop fills in later (`out = q.new_zeros(...)`): as made, it holds nothing
             continue
         if r.index != u.index or r.index and not skipped and j not in fed and sources:
             continue  # an index stands for an index, made from the step's inputs (or, as they are, from constants)
@@ -544,6 +552,10 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         if made is not None and made[0] != user[own].line:  # made from Python numbers alone (torch.tensor(slopes))
             return Departure(r.label, r.kind, made[0], _say("numbers_from", how=how, line=made[0]), code, params,
                              line_in_how=True, step_line=user[own].line)
+        index = read_through(user, own, taken, sources)
+        if index is not None and user[index].line != user[own].line:  # the right input read at the wrong places
+            return Departure(r.label, r.kind, user[index].line, _say("index_from", how=how, line=user[index].line),
+                             code, params, line_in_how=True, step_line=user[own].line)
         first = went_wrong(user, own, sources, taken, shapes)
         if user[first].line != user[own].line:  # said as such: that line does not make the step's tensor itself
             return Departure(r.label, r.kind, user[first].line, _say("made_from", how=how, line=user[first].line),
@@ -552,7 +564,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
     elif code == "arranged" and line is not None:
-        by = arranged_by(user, j, sources, [ref[p].out for p in r.parents])
+        by = arranged_by(user, j, sources, taken, [ref[p].out for p in r.parents])
         if user[by].line != line:  # said as such: that line put the numbers in order, another made the step's
             return Departure(r.label, r.kind, user[by].line, _say("arranged_at", line=user[by].line), code, params,
                              line_in_how=True, step_line=line)
@@ -570,21 +582,36 @@ def number_origin(user: list[Op], ops: list[int], numbers: Assignments | None) -
     return None
 
 
+BUFFERS = {"zeros", "ones", "full", "empty", "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like",
+           "ones_like", "full_like", "empty_like"}
 GATHER = {"__getitem__", "index_select", "gather", "take", "take_along_dim"}
 
 
-def arranged_by(user: list[Op], j: int, sources: set[int], inputs: list[torch.Tensor]) -> int:
+def arranged_by(user: list[Op], j: int, sources: set[int], taken: set[int], inputs: list[torch.Tensor]) -> int:
     """The op that put user[j]'s right numbers in their wrong order: where they were read through an integer index
     the code computed (`k[:, :, arange(H) % Hkv]`), the op that made the index; else the first view on the way
     from the step's inputs (`sources`, the reference's `inputs`) that holds an input's numbers but in no layout of
     it (a transpose before a reshape that merges the wrong axes; a piece, one head unbound, says nothing); else j."""
     k = made_by(user, j)
-    indices = [p for p in user[k].parents if user[p].index]
-    if user[k].name in GATHER and len(indices) == 1:
-        return made_by(user, indices[0])
+    index = read_through(user, k, taken)
+    if index is not None:
+        return index
     between = sorted(ancestors(user, {j}) & descendants(user, sources))
     return next((p for p in between if user[p].name in LAYOUT and user[p].out.numel() in {x.numel() for x in inputs}
                  and not any(reproduces(user[p].out, x) for x in inputs)), j)
+
+
+def read_through(user: list[Op], k: int, taken: set[int], sources: set[int] | None = None) -> int | None:
+    """The op that made the one integer index user[k] reads its numbers through (`x[..., 2 * i]`, `k[:, :, h % n]`),
+    when user[k] is such a read and the index is no step the reference makes right (`taken`: a block id read off
+    the table is right, whatever the offset beside it); with `sources`, only when what it reads is right (a step's
+    input it reproduces, or the case's own input): then the index is what went wrong. None otherwise."""
+    indices = [p for p in user[k].parents if user[p].index]
+    data = [p for p in user[k].parents if not user[p].index]
+    if user[k].name not in GATHER or len(indices) != 1 or sources is not None and any(p not in sources for p in data):
+        return None
+    index = made_by(user, indices[0])  # one number (a token's block, read in a loop) orders nothing
+    return None if index in taken or indices[0] in taken or user[indices[0]].out.numel() < 2 else index
 
 
 def went_wrong(user: list[Op], j: int, sources: set[int], taken: set[int], shapes: set) -> int:
@@ -889,7 +916,7 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     per_sequence = getattr(spec, "per_sequence", False)  # steps are indices, and the user may loop over sequences
     ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=per_sequence)
     label_steps(ref, source, getattr(spec, "step_names", None))
-    keep = Recorder(indices=per_sequence)
+    keep = Recorder(indices=True)  # the user's integer tensors too: an index that orders numbers (arranged_by)
     with Assignments(path, keep.ops) as numbers:
         calls.run(spec, target, case, path, record=keep)
     try:
