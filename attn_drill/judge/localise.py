@@ -67,7 +67,8 @@ class Op:
     free: bool = False  # made from no data: only from shapes and constants (arange, the RoPE frequencies)
     copied: bool = False  # a mask that holds the pattern of a tensor the user's lines did not make (the input's)
     var: str = ""  # reference only: the variable its line assigns ("return" for a return statement)
-    index: bool = False  # an integer tensor (positions, block ids), kept only where the spec's steps are indices
+    index: bool = False  # an integer tensor (positions, block ids): the user's always, the reference's only where
+    # the spec's steps are indices (an index stands only for an index)
     numbers: tuple = ()  # the Python floats (and lists of them) the call was given (`s * scale`, torch.tensor(slopes))
 
 
