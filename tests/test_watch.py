@@ -376,8 +376,8 @@ def test_a_file_deleted_during_a_watched_check_leaves_no_process_and_the_next_sa
 @pytest.mark.parametrize("value, lanes", [("", runner.MAX_LANES), ("1", 1), ("2", 2), ("99", runner.MAX_LANES),
                                           ("0", runner.MAX_LANES), ("-3", runner.MAX_LANES),
                                           ("two", runner.MAX_LANES)])
-def test_attn_drill_lanes_caps_a_batchs_warm_servers(monkeypatch, value, lanes):
-    """A machine shared with other work (the test suite's own workers) asks a batch for fewer lanes; a value that
-    is no whole number of 1 or more leaves the default."""
+def test_attn_drill_lanes_is_read_as_the_cap_on_a_batchs_lanes(monkeypatch, value, lanes):
+    """A machine shared with other work (the test suite's own workers) asks a batch for fewer lanes: the cap
+    _batch takes its lane count under; a value that is no whole number of 1 or more leaves the default."""
     monkeypatch.setenv("ATTN_DRILL_LANES", value)
     assert runner._lanes_allowed() == lanes

@@ -61,8 +61,9 @@ class Assignments:
             for key, value in now.items():
                 if key not in before or before[key] != value:
                     self.made.append(Made(last, value, len(self.ops)))
-        if event == "return" and number(arg) is not None:  # `return [start ** i for i in range(n)]`
-            self.made.append(Made(frame.f_lineno, number(arg), len(self.ops)))
+        returned = number(arg) if event == "return" else None  # `return [start ** i for i in range(n)]`
+        if returned is not None:
+            self.made.append(Made(frame.f_lineno, returned, len(self.ops)))
         self._frames[frame] = (frame.f_lineno, now)
         return self._line if self._events < MAX_LINES else None
 

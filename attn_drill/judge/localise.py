@@ -485,8 +485,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
                 if per_sequence and d <= SAME and not skipped:  # its sequence's part, right: not where it goes wrong
                     continue
                 # a loop over sequences: the first tensor in the order the code ran that stands for the step and
-                # differs is where it went wrong (a later one only carries it on); one value repeated (the -inf a
-                # `where` fills from) stands for nothing
+                # differs is where it went wrong (a later one only carries it on); one value repeated (`m - m_new`
+                # on a first pass, all -inf) stands for nothing
                 order = (not informative(u.out), j) if per_sequence else d
                 near_ones.append(((j not in fed and not skipped, order), j, view, laid, skipped, want))
     near_ones.sort(key=lambda c: c[0])
@@ -540,36 +540,39 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         line = user[k].line
         # the ops that keep the factor, and a scaling of j by one (`* scale` where the scale came out 1.0)
         chain = sorted(({k} | descendants(user, {k})) & (ancestors(user, {j}) | {j})) + [
-            c for c, u in enumerate(user) if u.parents == (j,) and u.name in SCALING and torch.equal(u.out, user[j].out)]
+            c for c, u in enumerate(user)
+            if u.parents == (j,) and u.name in SCALING and torch.equal(u.out, user[j].out)]
         made = number_origin(user, chain, numbers)
         if made is not None and made[0] != line:  # the factor is a Python number the call was given: its line
-            said = _say("factor_from" if made[1] else "numbers_from", how=how, line=made[0])
-            return Departure(r.label, r.kind, made[0], said, code, params, line_in_how=True, step_line=line)
+            return _made_at(r, made[0], "factor_from" if made[1] else "numbers_from", how, code, params, line)
     elif code in MADE_ELSEWHERE and line is not None and not r.index:
         shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
             {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
         own = made_by(user, j)
         made = number_origin(user, [own], numbers) if not user[own].parents else None
         if made is not None and made[0] != user[own].line:  # made from Python numbers alone (torch.tensor(slopes))
-            return Departure(r.label, r.kind, made[0], _say("numbers_from", how=how, line=made[0]), code, params,
-                             line_in_how=True, step_line=user[own].line)
+            return _made_at(r, made[0], "numbers_from", how, code, params, user[own].line)
         index = read_through(user, own, taken, sources)
         if index is not None and user[index].line != user[own].line:  # the right input read at the wrong places
-            return Departure(r.label, r.kind, user[index].line, _say("index_from", how=how, line=user[index].line),
-                             code, params, line_in_how=True, step_line=user[own].line)
+            return _made_at(r, user[index].line, "index_from", how, code, params, user[own].line)
         first = went_wrong(user, own, sources, taken, shapes)
         if user[first].line != user[own].line:  # said as such: that line does not make the step's tensor itself
-            return Departure(r.label, r.kind, user[first].line, _say("made_from", how=how, line=user[first].line),
-                             code, params, line_in_how=True, step_line=user[own].line)
+            return _made_at(r, user[first].line, "made_from", how, code, params, user[own].line)
         line = user[own].line
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
     elif code == "arranged" and line is not None:
         by = arranged_by(user, j, sources, taken, [ref[p].out for p in r.parents])
         if user[by].line != line:  # said as such: that line put the numbers in order, another made the step's
-            return Departure(r.label, r.kind, user[by].line, _say("arranged_at", line=user[by].line), code, params,
-                             line_in_how=True, step_line=line)
+            return _made_at(r, user[by].line, "arranged_at", how, code, params, line)
     return Departure(r.label, r.kind, line, how, code, params)
+
+
+def _made_at(r: Op, line: int, key: str, how: str, code: str, params: dict, step_line: int | None) -> Departure:
+    """The departure at step r placed at `line`, an earlier line than the step's own (`step_line`) where its wrong
+    numbers were made, said as such (`key`'s words name that line after what differs)."""
+    return Departure(r.label, r.kind, line, _say(key, how=how, line=line), code, params, line_in_how=True,
+                     step_line=step_line)
 
 
 def number_origin(user: list[Op], ops: list[int], numbers: Assignments | None) -> tuple[int, bool] | None:

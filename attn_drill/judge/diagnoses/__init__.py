@@ -119,7 +119,8 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            # paged-attention: where a token is read from, which tokens are attended; an index built in a form the
            # model answer lacks (one flat slot number) shows first in the tokens it reads, the blocks read whole and
            # then laid out slot-major in the tokens repeated for the heads (in another order, RELATION_OF)
-           "paged-block-index": ("blocks", "slots", "tokens read", "kv repeat"), "paged-table-ignored": ("blocks", "tokens read"),
+           "paged-block-index": ("blocks", "slots", "tokens read", "kv repeat"),
+           "paged-table-ignored": ("blocks", "tokens read"),
            "paged-length-ignored": ("lengths", "mask")}
 
 
