@@ -202,6 +202,10 @@ DEPARTURES = [
     ("paged-attention/paged-length-ignored__blind_b47_le_length.py", "mask", 17, "shows", "shows 6 of the 36"),
     # the input read at the wrong places (RoPE's pairs through `2 * i`): the line that computed the index
     ("rope/rope-interleaved__blind_b47_pair_index.py", "pairs", 8, "differs", "read through the index your line 8"),
+    # a step made from constants alone is judged by its result: `arange(d/2)` is another way to `arange(0, d, 2)`,
+    # and the exponent that lacks its 2 is on the line that finishes the frequencies
+    ("llama-block/rope-wrong-frequencies__blind_b27_rope_wrong_frequencies_01.py", "frequencies", 33, "differs",
+     "differs by up to"),
 ]
 
 

@@ -414,7 +414,8 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
         vouched[i] = vouched[i] or any(vouched[c] and ref[c].name not in LOSSY for c in children(ref, i))
     # a tensor of one repeated value (the zeros a loop starts from) cannot be told apart, nor can a boolean helper
     # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
-    right = [v or (r.aux and not bool_steps) or not informative(r.out) for v, r in zip(vouched, ref)]
+    right = [v or (r.aux and not bool_steps) or not informative(r.out) or inner(ref, i) for i, (v, r)
+             in enumerate(zip(vouched, ref))]
     never_repeats = not any((u.name in REPEAT or u.name == "expand") and not u.index and not u.boolean
                             for u in user)  # the user's code repeats no numbers (an index or a mask expanded is none)
     for i, r in enumerate(ref):
@@ -431,6 +432,18 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
                 continue
             return gone
     return None
+
+
+def inner(ref: list[Op], i: int) -> bool:
+    """A number on the way to a step made from constants alone, which a later call of that step computes with
+    (`arange(0, d, 2)` and `-2i/d` for the frequencies `base ** (-2i/d)`): code may take another way there
+    (`arange(d/2)`, then `* 2`), so the step is judged by its result, on the line that finishes it."""
+    r = ref[i]
+    return r.free and not r.boolean and any(ref[c].free and not ref[c].boolean and ref[c].kind == r.kind
+                                            and ref[c].name not in KEEPS for c in children(ref, i))
+
+
+KEEPS = LAYOUT | {"to", "float", "double", "half", "bfloat16", "type_as", "clone", "detach"}  # the same numbers
 
 
 # a max or a comparison comes out the same from many inputs (a row max is blind to its hidden scores being 0
