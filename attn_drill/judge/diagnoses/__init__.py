@@ -137,9 +137,11 @@ def placed(slug: str, gone) -> bool:
     return RELATION_OF.get(slug, {}).get(gone.kind, gone.relation) == gone.relation
 
 
-# mistakes whose own line is only where the step belongs (the scores' product, for a scale): the departure's line,
-# at the kind of step the mistake makes wrong, is where the wrong factor was applied
-PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale"}
+# mistakes whose own line is only where the step belongs (the scores' product, for a scale; the masked_fill, for a
+# mask): the departure's line, at the kind of step the mistake makes wrong, is where the wrong factor was made or
+# the wrong pattern compared
+PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale", "causal-diagonal", "causal-misaligned", "mask-inverted",
+                       "padding-off-by-one"}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
