@@ -22,10 +22,11 @@ def linear_attention(q, k, v, causal=False, eps=1e-6):
         z = fk.sum(dim=-2)  # (B, H, d): sum_j phi(k_j), for the normaliser
         num = fq @ S  # (B, H, T, dv)
         den = fq @ z[..., None]  # (B, H, T, 1): phi(q_i) . z
-        return num / (den + eps)
-    # causal: the sums over j <= i, as running sums along time; (T, d, dv) per head, never a (T, T) matrix
-    S = torch.cumsum(fk[..., :, None] * v[..., None, :], dim=-3)  # (B, H, T, d, dv): S_i = sum_{j<=i} phi(k_j)^T v_j
-    z = torch.cumsum(fk, dim=-2)  # (B, H, T, d)
-    num = (fq[..., None] * S).sum(dim=-2)  # (B, H, T, dv): phi(q_i) S_i
-    den = (fq * z).sum(dim=-1, keepdim=True)  # (B, H, T, 1): phi(q_i) . z_i
-    return num / (den + eps)
+    else:
+        # causal: the sums over j <= i, as running sums along time; (T, d, dv) per head, never a (T, T) matrix
+        S = torch.cumsum(fk[..., :, None] * v[..., None, :], dim=-3)  # (B, H, T, d, dv): sum_{j<=i} phi(k_j)^T v_j
+        z = torch.cumsum(fk, dim=-2)  # (B, H, T, d)
+        num = (fq[..., None] * S).sum(dim=-2)  # (B, H, T, dv): phi(q_i) S_i
+        den = (fq * z).sum(dim=-1, keepdim=True)  # (B, H, T, 1): phi(q_i) . z_i
+    out = num / (den + eps)  # (B, H, T, dv): query i's weights phi(q_i) . phi(k_j) / den_i sum to 1
+    return out

@@ -209,6 +209,17 @@ DEPARTURES = [
     # a mask's pattern compared on one line and applied by torch.where on the next: the finding takes the
     # comparison's line from the departure, not the where's
     ("flash/causal-diagonal__blind_b20_strict_offset.py", "mask", 23, "hides", "hides 8 scores the reference shows"),
+    # the model answer's result left out: the code hands the step's input on as its result (`out = num`, then
+    # `return out.reshape(...)`): the line that did
+    ("linear-attention/linear-no-normaliser__blind_b46_bmm_den_unused.py", "normaliser", 21, "other-step",
+     "your line 21 hands its input on as the result"),
+    # ... returned straight away (`return num`): the return statement
+    ("linear-attention/linear-no-normaliser__blind_b34_unused_den.py", "normaliser", 17, "other-step",
+     "your line 17 hands its input on as the result"),
+    # a mistake that shows only with a cache (MLA's mask aligned top-left): traced on a case that starts from one
+    ("mla/causal-misaligned__blind_b28_top_left_where.py", "mask", 76, "hides", "hides 160 scores the reference shows"),
+    # positions made as integers and cast where the angles are taken (`pos.to(calc)`): the line that made them
+    ("mla/rope-positions-ignored__blind_b44_naive_einsum.py", "angles", 52, "differs", "differs by up to"),
 ]
 
 

@@ -4,8 +4,10 @@ asks which line made the number a wrong factor came from.
 
 Found from behaviour: a line tracer on the user's own frames compares, after each line, the floats (and lists of
 floats) its frame holds (its locals, and the attributes of its `self`) with those before it; one that appears or
-changes was made by the line that just ran, and one a function returns by its return statement. Only while the
-localiser runs the user's code again on one case (a failing check).
+changes was made by the line that just ran, and one a function returns by its return statement. The tracer also
+notes which line bound each object to a name, and what the user's code returned to its caller, and where (a step
+left out of the result: `out = num` where the reference returns num / den). Only while the localiser runs the
+user's code again on one case (a failing check).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class Assignments:
         self.file = str(path.resolve())
         self.ops = ops
         self.made: list[Made] = []
+        self.bound: list[tuple[int, int, int]] = []  # (line, id of an object a name came to hold there, ops before)
+        self.returned: tuple[int, object] | None = None  # (line, value): the last return of a call from outside
         self._frames: dict = {}  # frame -> (the line it last ran, the floats it held then)
         self._events = 0
         self._old = None
@@ -48,24 +52,34 @@ class Assignments:
     def _call(self, frame, event, arg):
         if frame.f_code.co_filename != self.file or self._events >= MAX_LINES:
             return None  # a frame of torch, of the checker, of Python: not watched line by line
-        self._frames[frame] = (None, _floats(frame))
+        self._frames[frame] = (None, _floats(frame), _names(frame))
         return self._line
 
     def _line(self, frame, event, arg):
         if event not in ("line", "return"):
             return self._line
         self._events += 1
-        last, before = self._frames.get(frame, (None, {}))
-        now = _floats(frame)
+        last, before, names = self._frames.get(frame, (None, {}, {}))
+        now, held = _floats(frame), _names(frame)
         if last is not None:
             for key, value in now.items():
                 if key not in before or before[key] != value:
                     self.made.append(Made(last, value, len(self.ops)))
+            self.bound += [(last, i, len(self.ops)) for key, i in held.items() if names.get(key) != i]
         returned = number(arg) if event == "return" else None  # `return [start ** i for i in range(n)]`
         if returned is not None:
             self.made.append(Made(frame.f_lineno, returned, len(self.ops)))
-        self._frames[frame] = (frame.f_lineno, now)
+        if event == "return" and (frame.f_back is None or frame.f_back.f_code.co_filename != self.file):
+            self.returned = (frame.f_lineno, arg)  # what the user's code hands back to its caller, and where
+        self._frames[frame] = (frame.f_lineno, now, held)
         return self._line if self._events < MAX_LINES else None
+
+    def returned_ids(self) -> set[int]:
+        """id() of what the user's code last returned to its caller: the object, or each of the results it returns."""
+        if self.returned is None:
+            return set()
+        value = self.returned[1]
+        return {id(value)} | ({id(x) for x in value} if type(value) is tuple else set())
 
     def origin(self, value: float | tuple, before: int) -> int | None:
         """The line that last made `value` before the torch call that was the `before`-th recorded, else None."""
@@ -84,6 +98,14 @@ def number(x) -> float | tuple | None:
     if type(x) in (list, tuple) and 0 < len(x) <= MAX_LIST and all(type(v) is float for v in x):
         return tuple(x)
     return None
+
+
+def _names(frame) -> dict:
+    """name -> id of what it holds, for a frame's locals (which line bound a tensor to a name)."""
+    try:
+        return {name: id(v) for name, v in frame.f_locals.items()}
+    except Exception:  # noqa: BLE001 - unknown then
+        return {}
 
 
 def _floats(frame) -> dict:

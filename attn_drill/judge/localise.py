@@ -70,6 +70,7 @@ class Op:
     index: bool = False  # an integer tensor (positions, block ids): the user's always, the reference's only where
     # the spec's steps are indices (an index stands only for an index)
     numbers: tuple = ()  # the Python floats (and lists of them) the call was given (`s * scale`, torch.tensor(slopes))
+    ident: int = 0  # the user's only: id() of the tensor itself, which the recorder keeps alive (where it was handed on)
 
 
 @dataclass
@@ -121,7 +122,7 @@ class Recorder:
                 self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
                                    boolean=x.dtype == torch.bool, free=free,
                                    copied=x.dtype == torch.bool and _copies(x, given), index=index,
-                                   numbers=numbers))
+                                   numbers=numbers, ident=id(x)))
 
 
 def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
@@ -153,10 +154,11 @@ def _tensors(obj, depth: int = 0):
 
 # --- the reference's steps -----------------------------------------------------------------------------
 
-def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None) -> None:
+def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None, over_calls: bool = False) -> None:
     """Give each reference op its kind and label, from what the call does and the variable its line assigns.
     A line keeps the kind its first run gave it (a loop's later blocks are the same steps); `names` (the spec's
-    step_names) name steps by variable where the call alone cannot say (flash's running max, rope's angles)."""
+    step_names) name steps by variable where the call alone cannot say (flash's running max, rope's angles), and
+    with `over_calls` (Spec.names_over_calls) even where it can."""
     targets = assigned(source)
     seen_softmax = seen_product = False
     memo: dict[tuple, str] = {}
@@ -177,7 +179,7 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None)
         # arranges an input itself (rope's pairs, a sink logit per head: no projection made it) is its own step
         # (an index counts as arranging: the keys read through the table are the cache's, arranged)
         arranged.append(raw == "head split" and all(arranged[p] or ops[p].index for p in op.parents))
-        renamable = raw not in STRUCTURE or arranged[-1] or op.index  # an index is never a head split
+        renamable = raw not in STRUCTURE or arranged[-1] or op.index or over_calls  # an index: no head split
         op.kind = (names or {}).get(var, raw) if renamable else raw
         # an index that only lays out an input or another index (`lengths[:, None]`) makes no number of its own
         op.aux = boolish[-1] or op.index and op.name in LAYOUT and (
@@ -423,6 +425,8 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
             continue
         if all(right[p] for p in r.parents):
             gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence, numbers=numbers)
+            if gone.relation == "absent":  # never made: on the way to a result the code returns unfinished?
+                gone = left_out_of_result(ref, i, user, hits, numbers) or gone
             if gone.relation == "absent" and (r.index or r.name in LAYOUT and not r.parents) or \
                     r.name in REPEAT and never_repeats and gone.relation in ("absent", "differs"):
                 # an index the user never made (a slice does its work), an input only laid out (`k.transpose(-2,
@@ -529,6 +533,13 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     # only when the model answer computes both on one line (a scale dropped from `s = q @ k^T * scale`)
     beside = any(hits[p] == j and ref[p].line == r.line for p in r.parents)
     line = user[j].line if not skipped or beside else None
+    handed = handed_on(user, j, numbers) if code == "other-step" and not children(ref, i) and (
+        skipped or made_by(user, j) in sources) else None
+    if handed is not None:  # the model answer's result (no step reads it) left out: the user's code returns its
+        # input as it is (or laid out), so the step belonged where the code hands its result on (`out = num`,
+        # `return num`)
+        return Departure(r.label, r.kind, handed, _say("left_out_returned", how=how, line=handed), code, params,
+                         line_in_how=True)
     if line is None and code == "other-step":  # the step's input stands for it: thrown away, or not read (a softmax)?
         if user[j].line in thrown and not any(j in u.parents for u in user):  # j: the input step, made right
             step = step_words(ref[next(p for p in r.parents if hits[p] == j)].kind, "", bare=True)
@@ -586,6 +597,44 @@ def _made_at(r: Op, line: int, key: str, how: str, code: str, params: dict, step
     numbers were made, said as such (`key`'s words name that line after what differs)."""
     return Departure(r.label, r.kind, line, _say(key, how=how, line=line), code, params, line_in_how=True,
                      step_line=step_line)
+
+
+def left_out_of_result(ref: list[Op], i: int, user: list[Op], hits: list[int | None],
+                       numbers: Assignments | None) -> Departure | None:
+    """Step i, which the user's code never makes, is on the way to a result of the model answer (a step no other
+    reads: `num / (den + eps)`, i the normaliser's sum) whose other input the code returns as it is (`return
+    num`): the result's step is what is left out, where the code hands that input on. None otherwise."""
+    for f in range(i + 1, len(ref)):
+        if children(ref, f) or i not in ancestors(ref, {f}):
+            continue
+        for p in ref[f].parents:
+            if hits[p] is None or not (handed := handed_on(user, hits[p], numbers)):
+                continue
+            view = next((v for v, _ in layouts(user[hits[p]].out, ref[f].out.shape)), None)
+            code, how, params = relation(view, ref[f], ref, f) if view is not None else ("", "", {})
+            if code == "other-step":
+                return Departure(ref[f].label, ref[f].kind, handed, _say("left_out_returned", how=how, line=handed),
+                                 code, params, line_in_how=True)
+    return None
+
+
+def handed_on(user: list[Op], j: int, numbers: Assignments | None) -> int | None:
+    """The line where the user's code hands user[j] to its caller as it is (or only laid out: `out.reshape(B, H, T,
+    dv)`): the last line, but those that made it, that bound it to a name (`out = num`), else the return statement
+    (`return num`); None when what the code returns is something else."""
+    if numbers is None or numbers.returned is None:
+        return None
+    ids = numbers.returned_ids()
+    k = next((c for c in reversed(range(len(user))) if user[c].ident in ids), None)
+    chain = [k] if k is not None else []
+    while chain and user[chain[-1]].name in LAYOUT and len(user[chain[-1]].parents) == 1:
+        chain.append(user[chain[-1]].parents[0])
+    if j not in chain:
+        return None
+    own = {user[c].line for c in chain}
+    made = {user[c].ident: c for c in chain}
+    names = [line for line, i, before in numbers.bound if i in made and before > made[i] and line not in own]
+    return names[-1] if names else numbers.returned[0]
 
 
 def number_origin(user: list[Op], ops: list[int], numbers: Assignments | None) -> tuple[int, bool] | None:
@@ -708,9 +757,9 @@ def _factor(u: torch.Tensor, want: torch.Tensor) -> float | None:
 
 
 def made_by(user: list[Op], j: int) -> int:
-    """The op that made user[j]'s numbers: a view that keeps every number of its source (`x[..., None]`, a
-    transpose) holds numbers made where that one was."""
-    while user[j].name in LAYOUT and len(user[j].parents) == 1:
+    """The op that made user[j]'s numbers: a view or a cast that keeps every number of its source (`x[..., None]`,
+    a transpose, `pos.float()`) holds numbers made where that one was."""
+    while user[j].name in KEEPS and len(user[j].parents) == 1:
         p = user[j].parents[0]
         if user[p].out.numel() != user[j].out.numel() or not torch.equal(signature(user[p].out),
                                                                           signature(user[j].out)):
@@ -932,7 +981,7 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
     source = reference_path.read_text(encoding="utf-8")
     per_sequence = getattr(spec, "per_sequence", False)  # steps are indices, and the user may loop over sequences
     ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=per_sequence)
-    label_steps(ref, source, getattr(spec, "step_names", None))
+    label_steps(ref, source, getattr(spec, "step_names", None), spec.names_over_calls)
     keep = Recorder(indices=True)  # the user's integer tensors too: an index that orders numbers (arranged_by)
     with Assignments(path, keep.ops) as numbers:
         calls.run(spec, target, case, path, record=keep)

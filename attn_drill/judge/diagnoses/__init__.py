@@ -126,7 +126,12 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
 
 # mistakes placed by the departure at these kinds of step only when it differs there in this way
 # (localise.RELATIONS)
-RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"}}
+# (a mask's pattern mistake, in the pattern: a mask applied where it differs otherwise, as by a fill, is no line
+# for it)
+PATTERN = ("hides", "shows", "hides-and-shows", "moved")
+RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"},
+               **{slug: {"mask": PATTERN} for slug in ("causal-diagonal", "causal-misaligned", "mask-inverted",
+                                                      "padding-off-by-one")}}
 
 
 def placed(slug: str, gone) -> bool:
@@ -134,7 +139,8 @@ def placed(slug: str, gone) -> bool:
     kinds = kinds_of(slug)
     if kinds is not None and gone.kind not in kinds:
         return False
-    return RELATION_OF.get(slug, {}).get(gone.kind, gone.relation) == gone.relation
+    ways = RELATION_OF.get(slug, {}).get(gone.kind, gone.relation)
+    return gone.relation in (ways if isinstance(ways, tuple) else (ways,))
 
 
 # mistakes whose own line is only where the step belongs (the scores' product, for a scale; the masked_fill, for a
@@ -427,7 +433,21 @@ def departure(check):
             case = check.spec.localised(o.case) if hasattr(check.spec, "localised") else o.case
             check._departure = localise.locate(check.spec, check.target, case, check.path,
                                                paths.REFERENCE / check.spec.file)
+            cached = _cached_case(check) if check._departure is None else None
+            if cached is not None:  # a mistake that shows only with a cache: a case that starts from one
+                check._departure = localise.locate(check.spec, check.target, cached, check.path,
+                                                   paths.REFERENCE / check.spec.file)
     return check._departure
+
+
+def _cached_case(check):
+    """A differing case that starts from a cache, as the spec has the localiser trace it (Spec.localised_cached);
+    None when the spec has none or no such case differs."""
+    if not hasattr(check.spec, "localised_cached"):
+        return None
+    cases = (check.spec.localised_cached(o.case) for o, r in zip(check.outcomes, check.refs)
+             if ran_and_differs(o, r) and not failed(o))
+    return next((c for c in cases if c is not None), None)
 
 
 def _departing_outcome(check):

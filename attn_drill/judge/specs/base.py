@@ -255,6 +255,10 @@ class Spec:
     # "sublayers" (every submodule returning (out, 4-D weights), by name), "values" (one-hot values); None: none
     # for a function, "sublayers" for a module (which needs build(cls, case, dtype) and call(..., module=))
     maps: str | None = None
+    # the localiser names the model answer's steps by what the call does, and by `step_names` (variable -> kind,
+    # where the call cannot say); names_over_calls: the names win even over what the call says (linear
+    # attention's products are sums and a normaliser, never scores)
+    names_over_calls = False
 
     def resolve(self, module) -> tuple[object | None, Finding | None]:
         raise NotImplementedError

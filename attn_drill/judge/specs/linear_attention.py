@@ -23,7 +23,10 @@ class LinearAttentionSpec(Spec):
     outputs = ("out",)
     axes = {"out": ("batch", "head", "position", "feature")}
     signature = "linear_attention(q, k, v, causal=False, eps=1e-6)"
-    step_names = {"fq, fk": "feature map", "S": "sums", "z": "sums", "num": "numerator", "den": "normaliser"}
+    # (the division `out = num / (den + eps)` is the normalising step, not a scale; `fq @ S` no scores)
+    step_names = {"fq, fk": "feature map", "S": "sums", "z": "sums", "num": "numerator", "den": "normaliser",
+                  "out": "normaliser"}
+    names_over_calls = True
 
     def resolve(self, module):
         calls = [((1, 2, 3), {}), ((1, 2, 3), {"causal": True, "eps": 0.5})]

@@ -178,6 +178,14 @@ class MLASpec(ModuleSpec):
         inputs = {n: x for n, x in case.inputs.items() if n not in ("c_past", "pe_past")}
         return Case(case.label, inputs, dims, case.config, case.params)
 
+    def localised_cached(self, case):
+        """The case the localiser traces when the one from no cache shows nothing: a case that starts from the
+        reference's cache keeps it, and its new tokens go in one call (positions counted from 0 show only there);
+        None for a case that starts from no cache."""
+        if not case.dims["T_past"]:
+            return None
+        return Case(case.label, dict(case.inputs), case.dims | {"steps": (case.dims["T"],)}, case.config, case.params)
+
     def hides(self, case):
         return True  # causal
 
