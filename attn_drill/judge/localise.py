@@ -425,7 +425,7 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
             continue
         if all(right[p] for p in r.parents):
             gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence, numbers=numbers)
-            if gone.relation == "absent":  # never made: on the way to a result the code returns unfinished?
+            if gone.relation == "absent" or gone.line is None:  # on the way to a result returned unfinished?
                 gone = left_out_of_result(ref, i, user, hits, numbers) or gone
             if gone.relation == "absent" and (r.index or r.name in LAYOUT and not r.parents) or \
                     r.name in REPEAT and never_repeats and gone.relation in ("absent", "differs"):

@@ -488,9 +488,11 @@ def values_mismatch(check, out: list) -> Finding:
 # in another arrangement at a step that only arranges them can be no other; a softmax whose rows are not the
 # keys' is over the wrong axis; a mask step that keeps hidden scores finite fills them with a modest value; one
 # that hides as many keys per query as the reference's, but others, has the positions wrong (in a causal exercise).
+# RoPE's frequencies are made from d and the base alone: any other numbers there are other frequencies.
 NAMED = {("head split", "arranged"): "wrong-head-split", ("merge", "arranged"): "wrong-head-merge",
          ("kv repeat", "arranged"): "kv-repeat-order", ("softmax", "other-rows"): "softmax-wrong-dim",
-         ("mask", "filled"): "mask-fill-zero", ("mask", "moved"): "causal-misaligned"}
+         ("mask", "filled"): "mask-fill-zero", ("mask", "moved"): "causal-misaligned",
+         **{("frequencies", how): "rope-wrong-frequencies" for how in ("differs", "factor")}}
 
 
 def departure_names(check, gone) -> str | None:
