@@ -127,10 +127,10 @@ def make(slug: str, evidence: str = "", *, line: int | None = None, score: float
     return Finding(
         slug=slug,
         level=level,
-        title=title.format_map(p),
-        message=why.format_map(p),
+        title=i18n.fill(title, p),
+        message=i18n.fill(why, p),
         evidence=evidence,
-        fix=fix.format_map(p),
+        fix=i18n.fill(fix, p),
         line=line,
         score=score,
         picture=picture,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import string
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 EN, ZH = "en", "zh"
+_FORMATTER = string.Formatter()
 LANGS = (EN, ZH)
 HERE = Path(__file__).resolve().parent
 CONFIG = "config.json"  # in paths.home(): {"lang": "zh"}
@@ -138,7 +140,34 @@ def t(key: str, /, **params) -> str:
         text = _lookup(EN, section, name)
     if text is None:
         raise KeyError(key)
-    return text.format_map(Params(params)) if params else text
+    return fill(text, params) if params else text
+
+
+_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[A-Za-z0-9`]")
+
+
+def fill(text: str, params: dict) -> str:
+    """`text` with its {names} filled from `params` (a missing one stays as it is). In Chinese, a value in Latin
+    letters or digits that meets a Chinese character of the text is set off by a space, as Chinese technical
+    writing spaces them: 在{step}这一步 with step "kv 头的复制" reads 在 kv 头的复制这一步."""
+    p = params if isinstance(params, Params) else Params(params)
+    if lang() != ZH:
+        return text.format_map(p)
+    out, after_value = [], False
+    for literal, field, spec, conv in _FORMATTER.parse(text):
+        if literal:
+            if after_value and out and _WORD.match(out[-1][-1:]) and _HAN.match(literal[0]):
+                literal = " " + literal
+            out.append(literal)
+            after_value = False
+        if field is not None:
+            value = ("{" + field + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}").format_map(p)
+            if value and out and _HAN.match(out[-1][-1:]) and _WORD.match(value[0]):
+                value = " " + value
+            out.append(value)
+            after_value = bool(value)
+    return "".join(out)
 
 
 def _lookup(language: str, section: str, name: str):
