@@ -184,6 +184,20 @@ def test_durations_read_in_the_language_in_use():
         i18n.reset()
 
 
+def test_a_latin_value_beside_a_chinese_character_is_set_off_by_a_space():
+    key = "evidence.core.localise.departs"
+    try:
+        i18n.use(i18n.ZH)
+        assert i18n.t(key, step="kv 头的复制", how="x").startswith("你的计算在 kv 头的复制这一步")
+        assert i18n.t(key, step="缩放", how="x").startswith("你的计算在缩放这一步")  # Chinese meets Chinese
+        assert i18n.fill("第 {line} 行{x}个", {"line": 3, "x": "W_q"}) == "第 3 行 W_q 个"  # spaced once only
+        assert i18n.fill("值{x:.2f}", {"x": 3.14159}) == "值 3.14"  # the format spec still applies
+        i18n.use(i18n.EN)
+        assert i18n.t(key, step="the scale", how="x") == "your computation departs from the reference at the scale: x"
+    finally:
+        i18n.reset()
+
+
 def test_config_lang_is_kept_and_auto_forgets_it():
     r = _cli("config", "lang", "zh", lang="en_US.UTF-8")
     assert r.returncode == 0, r.stderr
