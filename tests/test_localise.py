@@ -216,6 +216,9 @@ DEPARTURES = [
     # ... returned straight away (`return num`): the return statement
     ("linear-attention/linear-no-normaliser__blind_b34_unused_den.py", "normaliser", 17, "other-step",
      "your line 17 hands its input on as the result"),
+    # ... flash's accumulator handed on undivided (`out = numer`): named at that line (online-softmax-no-normalise)
+    ("flash/online-softmax-no-normalise__blind_b44_split_zip.py", "normalisation", 30, "other-step",
+     "your line 30 hands its input on as the result"),
     # a mistake that shows only with a cache (MLA's mask aligned top-left): traced on a case that starts from one
     ("mla/causal-misaligned__blind_b28_top_left_where.py", "mask", 76, "hides", "hides 160 scores the reference shows"),
     # positions made as integers and cast where the angles are taken (`pos.to(calc)`): the line that made them

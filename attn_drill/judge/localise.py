@@ -601,11 +601,13 @@ def _made_at(r: Op, line: int, key: str, how: str, code: str, params: dict, step
 
 def left_out_of_result(ref: list[Op], i: int, user: list[Op], hits: list[int | None],
                        numbers: Assignments | None) -> Departure | None:
-    """Step i, which the user's code never makes, is on the way to a result of the model answer (a step no other
-    reads: `num / (den + eps)`, i the normaliser's sum) whose other input the code returns as it is (`return
-    num`): the result's step is what is left out, where the code hands that input on. None otherwise."""
-    for f in range(i + 1, len(ref)):
-        if children(ref, f) or i not in ancestors(ref, {f}):
+    """Step i, which the user's code never makes (or does not make where it can be placed), is on the way to a
+    result of the model answer (a step no other reads: `num / (den + eps)`, i the normaliser's sum), or is that
+    result, and the code returns one of the result's inputs as it is (`return num`; `return ffn(h)` where the
+    model answer returns h + ffn(h)): the result's step is what is left out, where the code hands that input on.
+    None otherwise."""
+    for f in range(i, len(ref)):  # i itself, when it is the result: which of its inputs does the code return?
+        if children(ref, f) or f != i and i not in ancestors(ref, {f}):
             continue
         for p in ref[f].parents:
             if hits[p] is None or not (handed := handed_on(user, hits[p], numbers)):

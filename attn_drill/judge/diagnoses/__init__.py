@@ -114,8 +114,9 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            "softmax-backward-no-rowsum": ("dS",), "backward-missing-scale": ("dq", "dk"),
            # (a product of dS or P with a transposed operand: a matmul after the softmax, as a weighted sum is)
            "backward-transposed": ("dv", "dP", "dq", "dk", "weighted sum"),
-           # flash: the accumulator, or the factor that should have rescaled it
+           # flash: the accumulator, or the factor that should have rescaled it; the final division by the sum
            "online-softmax-no-rescale": ("accumulator", "rescale factor"),
+           "online-softmax-no-normalise": ("normalisation",),
            # paged-attention: where a token is read from, which tokens are attended; an index built in a form the
            # model answer lacks (one flat slot number) shows first in the tokens it reads, the blocks read whole and
            # then laid out slot-major in the tokens repeated for the heads (in another order, RELATION_OF)
