@@ -219,6 +219,10 @@ DEPARTURES = [
     # ... flash's accumulator handed on undivided (`out = numer`): named at that line (online-softmax-no-normalise)
     ("flash/online-softmax-no-normalise__blind_b44_split_zip.py", "normalisation", 30, "other-step",
      "your line 30 hands its input on as the result"),
+    # ... a block's last residual never added (`out = self.ffn(self.ffn_norm(h))`): the feed-forward's output is a
+    # projection of its own, not the attention's output projection
+    ("llama-block/missing-residual__blind_b25_missing_residual_02.py", "step", 88, "other-step",
+     "the reference's projection returned; the step is left out: your line 88 hands its input on as the result"),
     # a mistake that shows only with a cache (MLA's mask aligned top-left): traced on a case that starts from one
     ("mla/causal-misaligned__blind_b28_top_left_where.py", "mask", 76, "hides", "hides 160 scores the reference shows"),
     # positions made as integers and cast where the angles are taken (`pos.to(calc)`): the line that made them

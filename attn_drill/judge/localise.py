@@ -171,7 +171,8 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None,
         key = (op.line, op.name)
         if key not in memo:
             masked = any(boolish[p] for p in op.parents)
-            memo[key] = _kind(op, seen_softmax, seen_product, masked)
+            merged = any(ops[p].kind in ("merge", "weighted sum") for p in op.parents)
+            memo[key] = _kind(op, seen_softmax, seen_product, masked, merged)
         raw = memo[key]
         seen_softmax |= raw == "softmax"
         seen_product |= raw == "weighted sum"
@@ -188,10 +189,13 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None,
         op.label = _said(op.kind, var)
 
 
-def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool) -> str:
+def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool, merged: bool = False) -> str:
+    """What the call does. `merged`: it reads the heads merged (or the weighted sum): a linear there is the output
+    projection; after the attention, a linear that reads anything else is a projection of its own (a
+    feed-forward's, the next attention's queries)."""
     n = op.name
     if n in LINEAR:
-        return "output projection" if seen_softmax else "projection"
+        return "output projection" if merged else "projection"
     if n in SCORES:
         return "weighted sum" if seen_softmax else "scores"
     if n in SOFTMAX:

@@ -117,6 +117,8 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            # flash: the accumulator, or the factor that should have rescaled it; the final division by the sum
            "online-softmax-no-rescale": ("accumulator", "rescale factor"),
            "online-softmax-no-normalise": ("normalisation",),
+           # a block's residual: the add left out, placed where the code hands the sub-layer's output on
+           "missing-residual": ("step",),
            # paged-attention: where a token is read from, which tokens are attended; an index built in a form the
            # model answer lacks (one flat slot number) shows first in the tokens it reads, the blocks read whole and
            # then laid out slot-major in the tokens repeated for the heads (in another order, RELATION_OF)
