@@ -16,6 +16,7 @@ Adding a case is adding a file. All files are checked in one worker process (one
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,8 @@ def expect_named_first(path: Path) -> None:
     assert names[0] == slug, f"expected {slug} first, got {names}: {report.findings[0].evidence}"
     first = report.findings[0]
     assert first.evidence and first.fix and first.title
+    unfilled = [text for text in (first.title, first.message, first.fix) if re.search(r"\{[a-z_]+\}", text)]
+    assert not unfilled, f"a placeholder left unfilled: {unfilled}"
     if first.level == "warning":
         assert report.passed, "a warning alone must not fail the check"
     else:

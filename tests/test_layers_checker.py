@@ -86,3 +86,16 @@ def test_explain_asks_about_a_passing_decoder_layer(isolated, run_module):
     for q in asked["questions"]:
         if q["kind"] == "breaks":  # the right choice worded as the others: no "in self_attn: " giveaway
             assert not any(c.startswith("in ") and "_attn:" in c for c in q["choices"]), q["choices"]
+
+
+def test_a_llama_block_without_a_residual_says_which_sub_layer_in_its_title_and_fix():
+    from attn_drill.judge import engine
+
+    corpus = Path(__file__).parent / "corpus" / "llama-block"
+    for name, which in (("missing-residual__blind_b25_missing_residual_02.py", "the feed-forward"),
+                        ("missing-residual__blind_b25_missing_residual_01.py", "the attention")):
+        report = engine.check_file((corpus / name).resolve(), "llama-block", 1234)
+        first = next(f for f in report.findings if f.level == "error")
+        assert first.slug == "missing-residual"
+        assert first.title == f"No residual connection around {which}", first.title
+        assert first.fix.startswith(f"Add {which}'s output to its input"), first.fix

@@ -8,7 +8,7 @@ every case; the scale is fitted (the one factor that reproduces the outputs), ne
 from __future__ import annotations
 
 from attn_drill.i18n import t
-from attn_drill.judge.diagnoses import diagnosis, fitted_scale
+from attn_drill.judge.diagnoses import diagnosis, fitted_scale, variant_finding
 from attn_drill.judge.diagnoses import first_variant as first  # (knobs, how) tried in turn
 from attn_drill.judge.probes import rope as rope_fit
 from attn_drill.judge.variants.attention import Knobs
@@ -49,9 +49,13 @@ def swiglu_activation(check):
 
 @diagnosis("missing-residual", LLAMA)
 def missing_residual(check):
-    return first(check, "missing-residual", [
-        (LlamaKnobs(residual="no_attn"), t("evidence.modern.diagnoses_llama.no_attn_residual")),
-        (LlamaKnobs(residual="no_ffn"), t("evidence.modern.diagnoses_llama.no_ffn_residual"))])
+    for which in ("attn", "ffn"):  # the title and fix say which sub-layer lost its residual
+        f = variant_finding(check, "missing-residual", LlamaKnobs(residual=f"no_{which}"),
+                            t(f"evidence.modern.diagnoses_llama.no_{which}_residual"),
+                            sublayer=t(f"evidence.modern.diagnoses_llama.sublayer_{which}"))
+        if f:
+            return f
+    return None
 
 
 @diagnosis("norm-placement", LLAMA)
