@@ -542,8 +542,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     if handed is not None:  # the model answer's result (no step reads it) left out: the user's code returns its
         # input as it is (or laid out), so the step belonged where the code hands its result on (`out = num`,
         # `return num`)
-        return Departure(r.label, r.kind, handed, _say("left_out_returned", how=how, line=handed), code, params,
-                         line_in_how=True)
+        return _handed_at(r, handed, how, code, params)
     if line is None and code == "other-step":  # the step's input stands for it: thrown away, or not read (a softmax)?
         if user[j].line in thrown and not any(j in u.parents for u in user):  # j: the input step, made right
             step = step_words(ref[next(p for p in r.parents if hits[p] == j)].kind, "", bare=True)
@@ -619,9 +618,14 @@ def left_out_of_result(ref: list[Op], i: int, user: list[Op], hits: list[int | N
             view = next((v for v, _ in layouts(user[hits[p]].out, ref[f].out.shape)), None)
             code, how, params = relation(view, ref[f], ref, f) if view is not None else ("", "", {})
             if code == "other-step":
-                return Departure(ref[f].label, ref[f].kind, handed, _say("left_out_returned", how=how, line=handed),
-                                 code, params, line_in_how=True)
+                return _handed_at(ref[f], handed, how, code, params)
     return None
+
+
+def _handed_at(r: Op, line: int, how: str, code: str, params: dict) -> Departure:
+    """The departure at step r, a result left out, placed where the user's code hands its input on (`line`)."""
+    return Departure(r.label, r.kind, line, _say("left_out_returned", how=how, line=line), code, params,
+                     line_in_how=True)
 
 
 def handed_on(user: list[Op], j: int, numbers: Assignments | None) -> int | None:
