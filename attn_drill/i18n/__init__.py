@@ -27,7 +27,6 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 EN, ZH = "en", "zh"
-_FORMATTER = string.Formatter()
 LANGS = (EN, ZH)
 HERE = Path(__file__).resolve().parent
 CONFIG = "config.json"  # in paths.home(): {"lang": "zh"}
@@ -143,6 +142,7 @@ def t(key: str, /, **params) -> str:
     return fill(text, params) if params else text
 
 
+_FORMATTER = string.Formatter()
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[A-Za-z0-9`]")
 

@@ -36,7 +36,7 @@ class Assignments:
         self.made: list[Made] = []
         self.bound: list[tuple[int, int, int]] = []  # (line, id of an object a name came to hold there, ops before)
         self.returned: tuple[int, object] | None = None  # (line, value): the last return of a call from outside
-        self._frames: dict = {}  # frame -> (the line it last ran, the floats it held then)
+        self._frames: dict = {}  # frame -> (the line it last ran, the floats it held then, ids its names held)
         self._events = 0
         self._old = None
 

@@ -37,6 +37,7 @@ SAME = 1e-6  # relative distance under which two tensors are the same numbers
 SCORES = {"matmul", "__matmul__", "einsum", "bmm", "baddbmm"}
 LAYOUT = {"view", "reshape", "transpose", "permute", "contiguous", "flatten", "unflatten", "unsqueeze", "squeeze",
           "split", "chunk", "unbind", "__getitem__", "expand", "repeat", "repeat_interleave", "movedim", "t"}
+KEEPS = LAYOUT | {"to", "float", "double", "half", "bfloat16", "type_as", "clone", "detach"}  # the same numbers
 SCALING = {"__truediv__", "div", "__mul__", "mul", "__rmul__", "true_divide", "div_", "mul_", "__itruediv__",
            "__imul__"}
 MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "add", "__iadd__"}
@@ -189,7 +190,7 @@ def label_steps(ops: list[Op], source: str, names: dict[str, str] | None = None,
         op.label = _said(op.kind, var)
 
 
-def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool, merged: bool = False) -> str:
+def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool, merged: bool) -> str:
     """What the call does. `merged`: it reads the heads merged (or the weighted sum): a linear there is the output
     projection; after the attention, a linear that reads anything else is a projection of its own (a
     feed-forward's, the next attention's queries)."""
@@ -450,8 +451,6 @@ def inner(ref: list[Op], i: int) -> bool:
     return r.free and not r.boolean and any(ref[c].free and not ref[c].boolean and ref[c].kind == r.kind
                                             and ref[c].name not in KEEPS for c in children(ref, i))
 
-
-KEEPS = LAYOUT | {"to", "float", "double", "half", "bfloat16", "type_as", "clone", "detach"}  # the same numbers
 
 
 # a max or a comparison comes out the same from many inputs (a row max is blind to its hidden scores being 0

@@ -132,9 +132,9 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
 # (a mask's pattern mistake, in the pattern: a mask applied where it differs otherwise, as by a fill, is no line
 # for it)
 PATTERN = ("hides", "shows", "hides-and-shows", "moved")
+MASK_PATTERN = ("causal-diagonal", "causal-misaligned", "mask-inverted", "padding-off-by-one")  # mistakes in it
 RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"},
-               **{slug: {"mask": PATTERN} for slug in ("causal-diagonal", "causal-misaligned", "mask-inverted",
-                                                      "padding-off-by-one")}}
+               **{slug: {"mask": PATTERN} for slug in MASK_PATTERN}}
 
 
 def placed(slug: str, gone) -> bool:
@@ -149,8 +149,7 @@ def placed(slug: str, gone) -> bool:
 # mistakes whose own line is only where the step belongs (the scores' product, for a scale; the masked_fill, for a
 # mask): the departure's line, at the kind of step the mistake makes wrong, is where the wrong factor was made or
 # the wrong pattern compared
-PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale", "causal-diagonal", "causal-misaligned", "mask-inverted",
-                       "padding-off-by-one"}
+PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale", *MASK_PATTERN}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
