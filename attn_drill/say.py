@@ -4,6 +4,7 @@ safe for a terminal, and `warn`, one escaped line on stderr. Imports nothing of 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -67,11 +68,25 @@ def cells(text: str) -> int:
 
 
 # characters that take two terminal cells, between which a line may break (CJK, Hangul, full-width forms)
-WIDE = re.compile("[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
+WIDE_CHARS = "\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
 CLOSING = "，。、；：！？）》」』】,.;:!?)"  # never starts a line
 OPENING = "（《「『【"  # never ends one
+
+
+@functools.cache
+def pattern(text: str) -> re.Pattern:
+    """re.compile(text), on first use: a class of the wide characters takes ~7 ms to compile, which `list` and
+    `--help` (drawn without wrapping Chinese) should not pay."""
+    return re.compile(text)
+
+
+def wide() -> re.Pattern:
+    """One wide character."""
+    return pattern(f"[{WIDE_CHARS}]")
+
+
 # one unit: a run of non-space, non-wide characters (a word, a glued phrase, code), one wide character, or spaces
-_UNIT = re.compile(f"[^ {WIDE.pattern[1:-1]}]+|{WIDE.pattern}| +")
+_UNIT = f"[^ {WIDE_CHARS}]+|[{WIDE_CHARS}]| +"
 
 
 def wrap_cells(line: str, width: int, indent: str = "", measure=cells, blanks: str = " ") -> str:
@@ -80,7 +95,7 @@ def wrap_cells(line: str, width: int, indent: str = "", measure=cells, blanks: s
     after an opening one; each continuation line starts with `indent` and none with `blanks`. The one wrapping
     rule of every screen, plain (fill) or drawn with rich (render.report)."""
     merged: list[str] = []
-    for u in _UNIT.findall(line):  # closing marks cling to what comes before, opening ones to what comes after
+    for u in pattern(_UNIT).findall(line):
         if merged and (u[0] in CLOSING or merged[-1][-1] in OPENING) and not merged[-1].isspace():
             merged[-1] += u
         else:

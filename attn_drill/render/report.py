@@ -21,7 +21,7 @@ from rich.text import Text
 
 from attn_drill import i18n
 from attn_drill.i18n import t
-from attn_drill.say import CLOSING, WIDE, printable, wrap_cells
+from attn_drill.say import CLOSING, WIDE_CHARS, pattern, printable, wide, wrap_cells
 from attn_drill.report import FAIL, NOT_STARTED, PASS, SKIP, WARN, Finding, Report
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def phrases(value: str, width: int, hang: str = "") -> str:
     lines = []
     for line in glued.split("\n"):  # textwrap breaks only at ASCII whitespace: NBSP holds a phrase together
         lead = line[:len(line) - len(line.lstrip(" "))]
-        if WIDE.search(line):
+        if wide().search(line):
             lines.append(_wrap_cells(line, max(20, width), lead + hang))
             continue
         lines.append(textwrap.fill(line, max(20, width), initial_indent="", subsequent_indent=lead + hang,
@@ -410,14 +410,14 @@ def _fold(parts: list, width: int) -> list:
         if isinstance(p, tuple):
             words.append(p)
         else:  # a word with the space after it; a Chinese character on its own (a line may break after it)
-            words += [(w, "") for w in _WORDS.findall(p)]
+            words += [(w, "") for w in pattern(_WORDS).findall(p)]
     from rich.cells import cell_len
 
     out, used = [], 0
     for text, style in words:
-        wide_break = bool(out) and bool(WIDE.match(text) or WIDE.search(out[-1][0][-1:]))
+        wide_break = bool(out) and bool(wide().match(text) or wide().search(out[-1][0][-1:]))
         if used and used + cell_len(text.rstrip()) > width and text[:1] in CLOSING and len(out) > 1 and (
-                out[-2][0].endswith(" ") or WIDE.search(out[-2][0][-1:]) or WIDE.match(out[-1][0])):
+                out[-2][0].endswith(" ") or wide().search(out[-2][0][-1:]) or wide().match(out[-1][0])):
             # a closing mark (。) never starts a line: the word before it goes down with it
             before = out.pop()
             out[-1] = (out[-1][0].rstrip(" "), out[-1][1])
@@ -433,7 +433,7 @@ def _fold(parts: list, width: int) -> list:
     return out
 
 
-_WORDS = re.compile(f"[^ {WIDE.pattern[1:-1]}]+[{CLOSING}]* ?|{WIDE.pattern}[{CLOSING}]* ?| +")
+_WORDS = f"[^ {WIDE_CHARS}]+[{CLOSING}]* ?|[{WIDE_CHARS}][{CLOSING}]* ?| +"
 
 
 def say_key(out: Console, key: str, **params) -> None:
