@@ -198,6 +198,18 @@ def test_a_latin_value_beside_a_chinese_character_is_set_off_by_a_space():
         i18n.reset()
 
 
+def test_a_term_is_glossed_whole_and_never_inside_brackets():
+    try:
+        i18n.use(i18n.ZH)
+        assert i18n.gloss("缩放因子错了，缩放放错了", set()) == "缩放因子（scale factor）错了，缩放（scale）放错了"
+        # first met inside brackets: glossed at its next use outside them, never （…（…）…）
+        assert i18n.gloss("（带掩码的）掩码", set()) == "（带掩码的）掩码（mask）"
+        i18n.use(i18n.EN)
+        assert i18n.gloss("缩放", set()) == "缩放"  # English reports gloss nothing
+    finally:
+        i18n.reset()
+
+
 def test_config_lang_is_kept_and_auto_forgets_it():
     r = _cli("config", "lang", "zh", lang="en_US.UTF-8")
     assert r.returncode == 0, r.stderr

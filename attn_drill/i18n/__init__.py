@@ -188,6 +188,8 @@ GLOSSARY = {
     "拆分多头": "split heads", "合并多头": "merge heads", "广播": "broadcast", "旋转位置编码": "RoPE",
     "注意力分数": "attention scores", "注意力权重": "attention weights", "分组查询注意力": "GQA",
     "KV 缓存": "KV cache", "投影": "projection", "残差连接": "residual connection", "滑动窗口": "sliding window",
+    # compounds of a term above, glossed whole (never 缩放（scale）因子)
+    "缩放因子": "scale factor", "注意力汇聚": "attention sink",
 }
 _TERMS = re.compile("|".join(sorted(map(re.escape, GLOSSARY), key=len, reverse=True)))
 
@@ -200,6 +202,9 @@ def gloss(text: str, seen: set) -> str:
 
     def one(m: re.Match) -> str:
         term = m.group()
+        before = text[:m.start()]
+        if before.count("（") > before.count("）") or before.count("(") > before.count(")"):
+            return term  # inside brackets already: glossed at its next use outside them, never （…（…）…）
         after = text[m.end():m.end() + 2 + len(GLOSSARY[term])]
         if term in seen or GLOSSARY[term].lower() in after.lower():
             seen.add(term)
