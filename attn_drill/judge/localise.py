@@ -43,6 +43,7 @@ SCALING = {"__truediv__", "div", "__mul__", "mul", "__rmul__", "true_divide", "d
 MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "add", "__iadd__"}
 SOFTMAX = {"softmax", "_softmax", "exp", "log_softmax"}
 REPEAT = {"repeat_interleave", "repeat"}
+TERMS = {"add", "sub", "add_", "sub_", "__add__", "__sub__", "__radd__", "__rsub__", "__iadd__", "__isub__", "rsub"}
 BEFORE_SOFTMAX = {"scores", "scale", "mask"}  # kinds of step made before any softmax
 MASK_RELATIONS = {"shows", "hides", "hides-and-shows", "kept-finite", "filled", "moved"}
 LINEAR = {"linear", "addmm"}
@@ -510,6 +511,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
                 order = (not informative(u.out), j) if per_sequence else d
                 near_ones.append(((j not in fed and not skipped, order), j, view, laid, skipped, want))
     near_ones.sort(key=lambda c: c[0])
+    meet = next((j for j in range(after + 1, len(user)) if len(sources) > 1 and sources <= ancestors(user, {j})),
+                None)
     listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
     best, best_key = None, None
     for (unfed, d), j, view, laid, skipped, want in listed:
@@ -519,7 +522,10 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             code, how, params = relation(view, want, ref, i)
         if r.kind in BEFORE_SOFTMAX and j in normalised and code in MASK_RELATIONS:
             code, how, params = "differs", _differs(view, want.out), {}  # a probability's 0 is no score left at -inf
-        key = (unfed, code == "differs", user[j].name != r.name, skipped, d)  # same call: same step
+        # two terms combined: the first tensor made from both stands for the step, however it differs (`scores +
+        # bias` for `scores - bias`), not one of the terms as it is
+        whole = j == meet and r.name in TERMS and user[j].name in TERMS
+        key = (unfed, code == "differs" and not whole, user[j].name != r.name, skipped, d)  # same call: same step
         if best_key is None or key < best_key:
             best, best_key = (j, code, how, laid, params, skipped, want), key
     if best is None:

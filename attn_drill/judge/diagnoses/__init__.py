@@ -100,9 +100,10 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            # RoPE's own: the frequencies, the angles from the positions, the pairs, the turn
            "rope-wrong-frequencies": ("frequencies",), "rope-positions-ignored": ("positions", "angles"),
            "rope-interleaved": ("pairs", "rotation"), "rope-wrong-direction": ("rotation", "pairs"),
-           # alibi: the slopes, or the bias made from them
-           "alibi-slopes": ("slopes", "bias"), "alibi-sign": ("bias",), "alibi-key-only": ("bias",),
-           "alibi-bias-scaled": ("bias", "scale"),
+           # alibi: the slopes, the bias made from them, or the step that applies it to the scores (the model
+           # answer's `scores = q @ k^T / sqrt(d) - penalty`: a step of no kind of its own)
+           "alibi-slopes": ("slopes", "bias"), "alibi-sign": ("bias", "step"), "alibi-key-only": ("bias", "step"),
+           "alibi-bias-scaled": ("bias", "scale", "step"),
            # linear-attention: the feature map, the normaliser, the sums
            # (a feature map written as a helper is its `return`: a step the reference names by variable only)
            "linear-feature-map": ("feature map", "step"), "linear-no-normaliser": ("normaliser", "numerator"),
