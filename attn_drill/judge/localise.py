@@ -566,7 +566,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             return Departure(r.label, r.kind, user[j].line, _say("left_out_after", how=how, line=user[j].line),
                              code, params, line_in_how=True)
     if code in WRONG_MASK and line is not None:
-        line = mask_origin(user, j)
+        line = mask_origin(user, j, want.out)
     elif code == "factor" and line is not None:
         k = factor_origin(user, j, want)
         line = user[k].line
@@ -574,7 +574,9 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         chain = sorted(({k} | descendants(user, {k})) & (ancestors(user, {j}) | {j})) + [
             c for c, u in enumerate(user)
             if u.parents == (j,) and u.name in SCALING and torch.equal(u.out, user[j].out)]
-        made = number_origin(user, chain, numbers)
+        # or an input scaled on the way to the step (`q / self.temperature` before the product)
+        inputs = [c for c in sorted(ancestors(user, {j}) & descendants(user, sources)) if user[c].name in SCALING]
+        made = number_origin(user, chain + [c for c in inputs if c not in chain], numbers)
         if made is not None and made[0] != line:  # the factor is a Python number the call was given: its line
             return _made_at(r, made[0], "factor_from" if made[1] else "numbers_from", how, code, params, line)
     elif code in MADE_ELSEWHERE and line is not None and not r.index:
@@ -788,20 +790,40 @@ def _same_call(u: Op, r: Op) -> bool:
     return u.out.numel() == r.out.numel() and u.name in SOFTMAX and r.name in SOFTMAX
 
 
-def mask_origin(user: list[Op], j: int) -> int | None:
+def mask_origin(user: list[Op], j: int, want: torch.Tensor | None = None) -> int | None:
     """The line that made the wrong mask user[j] applies. A mask carries its pattern, as it is or negated, through
     the ops that follow (`~keep`, a view, `.bool()`): the first op that holds the pattern made it, and is the line
     when it computed it (a tril, a comparison of positions). A mask that only copies the input's, or none, leaves
-    the line where the mask is applied: that is where it went wrong."""
+    the line where the mask is applied: that is where it went wrong, unless what it hides is `want`'s hidden
+    scores on other axes (the batch's masks spread over the heads): then the view that laid the input's mask out
+    for broadcasting (`mask.unsqueeze(0)`) is."""
     carriers = [p for p in user[j].parents if _two_valued(user[p])]
     if len(carriers) != 1:
         return user[j].line
-    b = carriers[0]
+    b, chain = carriers[0], [carriers[0]]
     while True:
         ups = [p for p in user[b].parents if _two_valued(user[p]) and same_pattern(user[p].out, user[b].out)]
         if len(ups) != 1:
-            return user[j].line if user[b].copied else user[b].line
+            break
         b = ups[0]
+        chain.append(b)
+    if not user[b].copied:
+        return user[b].line
+    views = [c for c in reversed(chain) if user[c].name in LAYOUT]  # from the input's mask on
+    if views and want is not None and _hidden_on_other_axes(user[j].out, want):
+        return user[views[0]].line
+    return user[j].line
+
+
+def _hidden_on_other_axes(u: torch.Tensor, want: torch.Tensor) -> bool:
+    """u hides the scores `want` hides, but with two of its axes swapped (a mask of batch b applied to head b)."""
+    if u.shape != want.shape:
+        return False
+    mine, theirs = u <= HIDDEN, want <= HIDDEN
+    if torch.equal(mine, theirs):
+        return False
+    return any(theirs.size(a) == theirs.size(c) and torch.equal(mine, theirs.transpose(a, c))
+               for a, c in itertools.combinations(range(theirs.dim()), 2))
 
 
 def _two_valued(op: Op) -> bool:

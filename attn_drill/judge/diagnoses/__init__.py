@@ -83,10 +83,11 @@ def diagnose(check) -> list[Finding]:
 
 # the kind of step where each mistake makes its first wrong tensor, where that is one kind (None: any kind)
 STEP_OF = {"missing-output-projection": "output projection", "wrong-projection": "projection",
-           "softmax-wrong-dim": "softmax", "missing-scale": "scale", "wrong-scale": "scale",
+           # (the scores too, a factor off, when the code scales the queries before the product)
+           "softmax-wrong-dim": "softmax", "missing-scale": ("scale", "scores"), "wrong-scale": ("scale", "scores"),
            "wrong-head-split": "head split", "wrong-head-merge": "merge", "kv-repeat-order": "kv repeat",
            **{slug: "mask" for slug in ("mask-inverted", "mask-fill-zero", "causal-diagonal", "causal-misaligned",
-                                        "padding-off-by-one")},
+                                        "padding-off-by-one", "mask-head-broadcast")},
            # a mask left out, or made and never used: the first wrong tensor is the softmax of the scores as they are
            **{slug: ("mask", "softmax") for slug in ("missing-causal-mask", "mask-ignored")},
            # the sink's first wrong tensor is whatever step it joins wrongly (the scores, the softmax, the weights)
@@ -135,7 +136,8 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
 PATTERN = ("hides", "shows", "hides-and-shows", "moved")
 MASK_PATTERN = ("causal-diagonal", "causal-misaligned", "mask-inverted", "padding-off-by-one")  # mistakes in it
 RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"},
-               **{slug: {"mask": PATTERN} for slug in MASK_PATTERN}}
+               **{slug: {"scores": "factor"} for slug in ("missing-scale", "wrong-scale")},
+               **{slug: {"mask": PATTERN} for slug in (*MASK_PATTERN, "mask-head-broadcast")}}
 
 
 def placed(slug: str, gone) -> bool:
@@ -150,7 +152,7 @@ def placed(slug: str, gone) -> bool:
 # mistakes whose own line is only where the step belongs (the scores' product, for a scale; the masked_fill, for a
 # mask): the departure's line, at the kind of step the mistake makes wrong, is where the wrong factor was made or
 # the wrong pattern compared
-PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale", *MASK_PATTERN}
+PLACED_BY_DEPARTURE = {"wrong-scale", "missing-scale", *MASK_PATTERN, "mask-head-broadcast"}
 
 
 def kinds_of(slug: str) -> tuple[str, ...] | None:
