@@ -43,6 +43,7 @@ SCALING = {"__truediv__", "div", "__mul__", "mul", "__rmul__", "true_divide", "d
 MASKING = {"masked_fill", "masked_fill_", "where", "__add__", "add", "__iadd__"}
 SOFTMAX = {"softmax", "_softmax", "exp", "log_softmax"}
 REPEAT = {"repeat_interleave", "repeat"}
+FILLS = {"masked_fill", "masked_fill_", "where"}  # calls that apply a mask
 TERMS = {"add", "sub", "add_", "sub_", "__add__", "__sub__", "__radd__", "__rsub__", "__iadd__", "__isub__", "rsub"}
 BEFORE_SOFTMAX = {"scores", "scale", "mask"}  # kinds of step made before any softmax
 MASK_RELATIONS = {"shows", "hides", "hides-and-shows", "kept-finite", "filled", "moved"}
@@ -515,6 +516,12 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
                 None)
     listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
     best, best_key = None, None
+    # where the model answer masks after this step, a tensor the code made by applying its mask is a later step:
+    # it stands for this one only as the same numbers a factor off (a scale left out, the scores masked since)
+    later = set()
+    if r.kind != "mask" and any(ref[c].kind == "mask" for c in descendants(ref, {i})):
+        fills = {k for k in fed if user[k].name in FILLS and any(_two_valued(user[p]) for p in user[k].parents)}
+        later = fills | descendants(user, fills)
     for (unfed, d), j, view, laid, skipped, want in listed:
         if r.index:  # block ids, positions: their values say it, a factor or an arrangement of them nothing
             code, how, params = "differs", _index_differs(view, want.out), {}
@@ -525,7 +532,8 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         # two terms combined: the first tensor made from both stands for the step, however it differs (`scores +
         # bias` for `scores - bias`), not one of the terms as it is
         whole = j == meet and r.name in TERMS and user[j].name in TERMS
-        key = (unfed, code == "differs" and not whole, user[j].name != r.name, skipped, d)  # same call: same step
+        beyond = j in later and not skipped and code != "factor"
+        key = (unfed, beyond, code == "differs" and not whole, user[j].name != r.name, skipped, d)  # same call first
         if best_key is None or key < best_key:
             best, best_key = (j, code, how, laid, params, skipped, want), key
     if best is None:
@@ -583,7 +591,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
             {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
         own = made_by(user, j)
-        made = number_origin(user, [own], numbers) if not user[own].parents else None
+        made = number_origin(user, [own], numbers) if user[own].free and not user[own].parents else None
         if made is not None and made[0] != user[own].line:  # made from Python numbers alone (torch.tensor(slopes))
             return _made_at(r, made[0], "numbers_from", how, code, params, user[own].line)
         index = read_through(user, own, taken, sources)
@@ -929,11 +937,13 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
         vals = sorted({round(float(v), 4) for v in u[~finite].flatten()[:50]})
         shown = ", ".join(f"{v:g}" for v in vals[:3])
         return "kept-finite", _say("kept_finite", shown=shown)
-    if r.kind == "mask" or bool((want <= HIDDEN).any()):
+    # every number finite and a factor off: a factor, however low some scores are (a stale slot's, scaled or not)
+    c = _factor(u, want) if bool(finite.all()) and bool(torch.isfinite(u).all()) else None
+    if c is None and (r.kind == "mask" or bool((want <= HIDDEN).any())):
         said = hiding(u, want)
         if said:
             return said
-    c = _factor(u, want)
+    c = c if c is not None else _factor(u, want)
     if c is not None:
         return "factor", _say("factor", c=c, inverse=1 / c)
     for k, other in enumerate(ref):
