@@ -161,14 +161,15 @@ def cmd_repro(exercise_id: Optional[str]) -> None:
     failure = attempts.load(ex.id).last_failure
     if failure is None:
         _fail(t("attempts.no_failure", id=ex.id), t("attempts.no_failure_more", id=ex.id))
+    stage = render.stage_name(failure.stage)  # in the language in use
     if failure.case is None:
-        _fail(t("attempts.no_case", id=ex.id, stage=render.stage_name(failure.stage), slug=failure.slug), t("attempts.no_case_more"))
+        _fail(t("attempts.no_case", id=ex.id, stage=stage, slug=failure.slug), t("attempts.no_case_more"))
     try:
         target, command = repro.write(ex.id, failure, _nice)
     except OSError as e:
         _fail(t("attempts.no_script", error=e.strerror or e))
     out = render.console()
     render.say_key(out, "attempts.wrote", path=(printable(_nice(target)), "bold"))
-    render.say(out, t("attempts.repro_case", case=failure.case + 1, seed=failure.seed, stage=render.stage_name(failure.stage)))
+    render.say(out, t("attempts.repro_case", case=failure.case + 1, seed=failure.seed, stage=stage))
     render.say(out, t("attempts.repro_runs"))
     render.say_key(out, "attempts.run_it", command=(printable(command), "bold cyan"))  # shell-quoted; controls shown

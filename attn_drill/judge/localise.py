@@ -73,6 +73,7 @@ class Op:
     index: bool = False  # an integer tensor (positions, block ids): the user's always, the reference's only where
     # the spec's steps are indices (an index stands only for an index)
     numbers: tuple = ()  # the Python floats (and lists of them) the call was given (`s * scale`, torch.tensor(slopes))
+    ints: tuple = ()  # the Python ints it was given (`kj - qi < Tk - Tq`: a shift a comparison adds back)
     ident: int = 0  # the user's only: id() of the tensor itself, which the recorder keeps alive (where it was handed on)
 
 
@@ -86,6 +87,7 @@ class Departure:
     params: dict = field(default_factory=dict)  # the relation's numbers, for the finding's wording (a fill value)
     line_in_how: bool = False  # `how` says the line itself (a result thrown away there is not the step)
     step_line: int | None = None  # the line of the step's own tensor, when `line` is an earlier one it came from
+    op: int | None = None  # the user's op that stands for the step, where it is its own
 
     def said(self) -> str:
         if self.line and not self.line_in_how:
@@ -112,10 +114,13 @@ class Recorder:
             return  # x.to(x.dtype), x.contiguous(): the same tensor handed back is no new step
         read = list(_tensors((args, kwargs)))
         parents = tuple(sorted({self.made[id(x)] for x in read if id(x) in self.made}))
-        # no input, weight or cache read, and only from tensors made that way
-        free = all(id(x) in self.made for x in read) and all(self.ops[p].free for p in parents)
+        # no input, weight or cache read, and only from tensors made that way (`x.to(q)` reads q's dtype alone)
+        data = read[:1] if name in ("to", "type_as") else read
+        free = all(id(x) in self.made for x in data) and all(self.ops[self.made[id(x)]].free for x in data
+                                                              if id(x) in self.made)
         given = [x for x in read if id(x) not in self.ours]  # the input, the weights: made by no traced line
         numbers = tuple(n for x in (*args, *kwargs.values()) for n in [number(x)] if n is not None)
+        ints = tuple(x for x in (*args, *kwargs.values()) if type(x) is int)
         for x in _tensors(out):
             self.ours.add(id(x))
             self.alive.append(x)  # held, so that no later tensor gets its id
@@ -125,7 +130,7 @@ class Recorder:
                 self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
                                    boolean=x.dtype == torch.bool, free=free,
                                    copied=x.dtype == torch.bool and _copies(x, given), index=index,
-                                   numbers=numbers, ident=id(x)))
+                                   numbers=numbers, ints=ints, ident=id(x)))
 
 
 def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
@@ -441,8 +446,24 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
                 # what reads it says whether it went wrong; a copy in another order is a departure ("arranged")
                 right[i] = True
                 continue
+            if r.index and gone.op is not None and shifted_back(user, gone.op, r.out):
+                right[i] = True  # positions counted from elsewhere, the shift added back where they are compared
+                continue
             return gone
     return None
+
+
+def shifted_back(user: list[Op], j: int, want: torch.Tensor) -> bool:
+    """user[j], positions `want` shifted by a constant c, is compared later with c added back (`(kj - qi) < Tk -
+    Tq` for the model answer's `kj <= qi + Tk - Tq`): the positions are right as the code uses them."""
+    u = user[j].out
+    if u.shape != want.shape or not u.numel():
+        return False
+    gap = (want - u).flatten()
+    if not bool((gap == gap[0]).all()) or float(gap[0]) == 0:
+        return False
+    c = abs(int(gap[0]))
+    return any(user[k].name in COMPARE and c in user[k].ints for k in descendants(user, {j}))
 
 
 def inner(ref: list[Op], i: int) -> bool:
@@ -457,6 +478,7 @@ def inner(ref: list[Op], i: int) -> bool:
 
 # a max or a comparison comes out the same from many inputs (a row max is blind to its hidden scores being 0
 # rather than -inf): that it is reproduced says nothing of the step it was computed from
+COMPARE = {"__gt__", "__ge__", "__lt__", "__le__", "gt", "ge", "lt", "le"}
 LOSSY = {"amax", "max", "amin", "min", "argmax", "argmin", "maximum", "minimum", "any", "all", "logsumexp",
          "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "gt", "ge", "lt", "le", "eq", "ne",
          "isinf", "isnan", "isfinite", "sign"}
@@ -607,7 +629,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         by = arranged_by(user, j, sources, taken, [ref[p].out for p in r.parents])
         if user[by].line != line:  # said as such: that line put the numbers in order, another made the step's
             return _made_at(r, user[by].line, "arranged_at", how, code, params, line)
-    return Departure(r.label, r.kind, line, how, code, params)
+    return Departure(r.label, r.kind, line, how, code, params, op=j)
 
 
 def _made_at(r: Op, line: int, key: str, how: str, code: str, params: dict, step_line: int | None) -> Departure:
@@ -1027,7 +1049,8 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
 
     source = reference_path.read_text(encoding="utf-8")
     per_sequence = getattr(spec, "per_sequence", False)  # steps are indices, and the user may loop over sequences
-    ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=per_sequence)
+    indices = per_sequence or getattr(spec, "index_steps", False)  # keep its integer steps (positions, block ids)
+    ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=indices)
     label_steps(ref, source, getattr(spec, "step_names", None), spec.names_over_calls)
     keep = Recorder(indices=True)  # the user's integer tensors too: an index that orders numbers (arranged_by)
     with Assignments(path, keep.ops) as numbers:

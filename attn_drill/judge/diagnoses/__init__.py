@@ -86,8 +86,10 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            # (the scores too, a factor off, when the code scales the queries before the product)
            "softmax-wrong-dim": "softmax", "missing-scale": ("scale", "scores"), "wrong-scale": ("scale", "scores"),
            "wrong-head-split": "head split", "wrong-head-merge": "merge", "kv-repeat-order": "kv repeat",
-           **{slug: "mask" for slug in ("mask-inverted", "mask-fill-zero", "causal-diagonal", "causal-misaligned",
-                                        "padding-off-by-one", "mask-head-broadcast")},
+           **{slug: "mask" for slug in ("mask-inverted", "mask-fill-zero", "causal-diagonal", "padding-off-by-one",
+                                        "mask-head-broadcast")},
+           # (or the positions the causal mask compares, where the spec keeps them as steps: flash's block keys)
+           "causal-misaligned": ("mask", "causal mask", "positions", "window"),
            # a mask left out, or made and never used: the first wrong tensor is the softmax of the scores as they are
            **{slug: ("mask", "softmax") for slug in ("missing-causal-mask", "mask-ignored")},
            # the sink's first wrong tensor is whatever step it joins wrongly (the scores, the softmax, the weights)
@@ -137,7 +139,9 @@ PATTERN = ("hides", "shows", "hides-and-shows", "moved")
 MASK_PATTERN = ("causal-diagonal", "causal-misaligned", "mask-inverted", "padding-off-by-one")  # mistakes in it
 RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"},
                **{slug: {"scores": "factor"} for slug in ("missing-scale", "wrong-scale")},
-               **{slug: {"mask": PATTERN} for slug in (*MASK_PATTERN, "mask-head-broadcast")}}
+               **{slug: {"mask": PATTERN} for slug in (*MASK_PATTERN, "mask-head-broadcast")},
+               "causal-misaligned": {"mask": PATTERN,
+                                     **{kind: "differs" for kind in ("causal mask", "positions", "window")}}}
 
 
 def placed(slug: str, gone) -> bool:
