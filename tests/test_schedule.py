@@ -197,6 +197,14 @@ def test_the_line_wraps_between_segments_only():
     assert "attn-drill start kv-cache" in lines
 
 
+def test_chinese_segments_join_without_a_space_where_chinese_meets_chinese_or_a_full_width_mark():
+    segments = ["用时 21 秒完成", "（目标 2 分钟，最好成绩 21 秒）。", "已通过 1 / 21。", "下一题：sdpa（3 分钟），",
+                "attn-drill start sdpa"]
+    assert moveon.wrap(segments, 80) == ["用时 21 秒完成（目标 2 分钟，最好成绩 21 秒）。已通过 1 / 21。",
+                                         "下一题：sdpa（3 分钟），attn-drill start sdpa"]
+    assert moveon.wrap(["通过", "attn-drill next"], 80) == ["通过 attn-drill next"]  # Chinese, then Latin: a space
+
+
 def test_the_solve_time_and_the_best_agree(isolated, monkeypatch):
     """21.46 s once read 'Solved in 21s ... best 22s': rounded once, both are the same value."""
     invoke("start", "sdpa")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from attn_drill import catalogue
 from attn_drill.i18n import t
-from attn_drill.say import cells
+from attn_drill.say import CLOSING, OPENING, cells, wide
 from attn_drill.store import history, schedule
 
 
@@ -32,11 +32,19 @@ def after_pass() -> list[str]:
 
 
 def wrap(segments: list[str], width: int) -> list[str]:
-    """The segments joined by spaces into lines of at most `width`, never breaking one (a command stays whole)."""
+    """The segments joined into lines of at most `width`, never breaking one (a command stays whole): by a space,
+    except where Chinese meets Chinese or a full-width mark (完成（目标 …）。已通过), as Chinese is written."""
     lines: list[str] = []
     for seg in segments:
-        if lines and cells(lines[-1]) + 1 + cells(seg) <= width:
-            lines[-1] += " " + seg
+        gap = _gap(lines[-1], seg) if lines else ""
+        if lines and cells(lines[-1]) + cells(gap) + cells(seg) <= width:
+            lines[-1] += gap + seg
         else:
             lines.append(seg)
     return lines
+
+
+def _gap(left: str, right: str) -> str:
+    a, b = left[-1:], right[:1]
+    full_width = (a and a in CLOSING and not a.isascii()) or (b and b in OPENING)
+    return "" if full_width or (wide().match(a) and wide().match(b)) else " "
