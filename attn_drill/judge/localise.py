@@ -214,7 +214,7 @@ def _kind(op: Op, seen_softmax: bool, seen_product: bool, masked: bool, merged: 
         return "merge" if seen_product else ("head split" if not seen_softmax else "step")
     if n in SCALING and not seen_softmax and not masked:
         return "scale"
-    if n in ("masked_fill", "masked_fill_", "where") or n in MASKING and masked:
+    if n in FILLS or n in MASKING and masked:
         return "mask"
     return "step"
 
@@ -480,8 +480,7 @@ def inner(ref: list[Op], i: int) -> bool:
 # rather than -inf): that it is reproduced says nothing of the step it was computed from
 COMPARE = {"__gt__", "__ge__", "__lt__", "__le__", "gt", "ge", "lt", "le"}
 LOSSY = {"amax", "max", "amin", "min", "argmax", "argmin", "maximum", "minimum", "any", "all", "logsumexp",
-         "__gt__", "__ge__", "__lt__", "__le__", "__eq__", "__ne__", "gt", "ge", "lt", "le", "eq", "ne",
-         "isinf", "isnan", "isfinite", "sign"}
+         "__eq__", "__ne__", "eq", "ne", "isinf", "isnan", "isfinite", "sign"} | COMPARE
 
 
 def children(ref: list[Op], i: int) -> list[int]:
@@ -534,8 +533,9 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
                 order = (not informative(u.out), j) if per_sequence else d
                 near_ones.append(((j not in fed and not skipped, order), j, view, laid, skipped, want))
     near_ones.sort(key=lambda c: c[0])
-    meet = next((j for j in range(after + 1, len(user)) if len(sources) > 1 and sources <= ancestors(user, {j})),
-                None)
+    # two terms combined (`scores - bias`): the first tensor made from both (each source's descendants, met)
+    meet = min(set.intersection(*(descendants(user, {s}) for s in sources)), default=None) \
+        if r.name in TERMS and len(sources) > 1 else None
     listed = near_ones[:shortlist] + [c for c in near_ones[shortlist:] if c[4]]
     best, best_key = None, None
     # where the model answer masks after this step, a tensor the code made by applying its mask is a later step:
@@ -553,7 +553,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             code, how, params = "differs", _differs(view, want.out), {}  # a probability's 0 is no score left at -inf
         # two terms combined: the first tensor made from both stands for the step, however it differs (`scores +
         # bias` for `scores - bias`), not one of the terms as it is
-        whole = j == meet and r.name in TERMS and user[j].name in TERMS
+        whole = j == meet and user[j].name in TERMS
         beyond = j in later and not skipped and code != "factor"
         key = (unfed, beyond, code == "differs" and not whole, user[j].name != r.name, skipped, d)  # same call first
         if best_key is None or key < best_key:
@@ -820,7 +820,7 @@ def _same_call(u: Op, r: Op) -> bool:
     return u.out.numel() == r.out.numel() and u.name in SOFTMAX and r.name in SOFTMAX
 
 
-def mask_origin(user: list[Op], j: int, want: torch.Tensor | None = None) -> int | None:
+def mask_origin(user: list[Op], j: int, want: torch.Tensor) -> int | None:
     """The line that made the wrong mask user[j] applies. A mask carries its pattern, as it is or negated, through
     the ops that follow (`~keep`, a view, `.bool()`): the first op that holds the pattern made it, and is the line
     when it computed it (a tril, a comparison of positions). A mask that only copies the input's, or none, leaves
@@ -840,7 +840,7 @@ def mask_origin(user: list[Op], j: int, want: torch.Tensor | None = None) -> int
     if not user[b].copied:
         return user[b].line
     views = [c for c in reversed(chain) if user[c].name in LAYOUT]  # from the input's mask on
-    if views and want is not None and _hidden_on_other_axes(user[j].out, want):
+    if views and _hidden_on_other_axes(user[j].out, want):
         return user[views[0]].line
     return user[j].line
 
@@ -959,13 +959,13 @@ def _relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str]:
         vals = sorted({round(float(v), 4) for v in u[~finite].flatten()[:50]})
         shown = ", ".join(f"{v:g}" for v in vals[:3])
         return "kept-finite", _say("kept_finite", shown=shown)
+    c = _factor(u, want)
     # every number finite and a factor off: a factor, however low some scores are (a stale slot's, scaled or not)
-    c = _factor(u, want) if bool(finite.all()) and bool(torch.isfinite(u).all()) else None
-    if c is None and (r.kind == "mask" or bool((want <= HIDDEN).any())):
+    factor_first = c is not None and bool(finite.all()) and bool(torch.isfinite(u).all())
+    if not factor_first and (r.kind == "mask" or bool((want <= HIDDEN).any())):
         said = hiding(u, want)
         if said:
             return said
-    c = c if c is not None else _factor(u, want)
     if c is not None:
         return "factor", _say("factor", c=c, inverse=1 / c)
     for k, other in enumerate(ref):
@@ -1049,7 +1049,7 @@ def locate(spec, target, case, path: Path, reference_path: Path) -> Departure | 
 
     source = reference_path.read_text(encoding="utf-8")
     per_sequence = getattr(spec, "per_sequence", False)  # steps are indices, and the user may loop over sequences
-    indices = per_sequence or getattr(spec, "index_steps", False)  # keep its integer steps (positions, block ids)
+    indices = per_sequence or spec.index_steps  # keep its integer steps (positions, block ids)
     ref = record(reference_path, lambda: spec.reference(case), skip=constructor_lines(source), indices=indices)
     label_steps(ref, source, getattr(spec, "step_names", None), spec.names_over_calls)
     keep = Recorder(indices=True)  # the user's integer tensors too: an index that orders numbers (arranged_by)

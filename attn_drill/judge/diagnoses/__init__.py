@@ -89,7 +89,7 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
            **{slug: "mask" for slug in ("mask-inverted", "mask-fill-zero", "causal-diagonal", "padding-off-by-one",
                                         "mask-head-broadcast")},
            # (or the positions the causal mask compares, where the spec keeps them as steps: flash's block keys)
-           "causal-misaligned": ("mask", "causal mask", "positions", "window"),
+           "causal-misaligned": ("mask", "causal mask", "positions"),
            # a mask left out, or made and never used: the first wrong tensor is the softmax of the scores as they are
            **{slug: ("mask", "softmax") for slug in ("missing-causal-mask", "mask-ignored")},
            # the sink's first wrong tensor is whatever step it joins wrongly (the scores, the softmax, the weights)
@@ -140,8 +140,7 @@ MASK_PATTERN = ("causal-diagonal", "causal-misaligned", "mask-inverted", "paddin
 RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"},
                **{slug: {"scores": "factor"} for slug in ("missing-scale", "wrong-scale")},
                **{slug: {"mask": PATTERN} for slug in (*MASK_PATTERN, "mask-head-broadcast")},
-               "causal-misaligned": {"mask": PATTERN,
-                                     **{kind: "differs" for kind in ("causal mask", "positions", "window")}}}
+               "causal-misaligned": {"mask": PATTERN, "causal mask": "differs", "positions": "differs"}}
 
 
 def placed(slug: str, gone) -> bool:

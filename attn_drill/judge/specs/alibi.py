@@ -27,7 +27,7 @@ class AlibiSpec(Spec):
     float32_convention = True  # float32 slopes cast to the inputs' dtype are right: no precision-loss
     # (the model answer's one other return that a name can reach is alibi_slopes': the weighted sum returned is
     # structure, which step names never rename)
-    index_steps = True  # localise.py: the positions it compares are steps (kept)
+    index_steps = True  # Spec.index_steps: the positions it compares are steps
     step_names = {"p": "positions", "j": "positions", "m": "slopes", "penalty": "bias", "return": "slopes"}
 
     def resolve(self, module):

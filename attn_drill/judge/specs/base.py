@@ -259,6 +259,9 @@ class Spec:
     # where the call cannot say); names_over_calls: the names win even over what the call says (linear
     # attention's products are sums and a normaliser, never scores)
     names_over_calls = False
+    # index_steps: the model answer's integer tensors (positions) are steps too, so positions counted from the
+    # wrong origin depart where they are made (flash's block keys, ALiBi's positions)
+    index_steps = False
 
     def resolve(self, module) -> tuple[object | None, Finding | None]:
         raise NotImplementedError

@@ -27,7 +27,7 @@ MEASURE_SECONDS = 0.4  # a version slower than this at T=4096 on the meta device
 
 class FlashSpec(Spec):
     # localise.py: the reference's variables, named as steps
-    index_steps = True  # localise.py: the key positions a block compares are steps (kept), block-local ones depart
+    index_steps = True  # Spec.index_steps: the key positions a block compares are steps
     step_names = {"m": "running max", "m_new": "running max", "shift": "running max", "alpha": "rescale factor",
                   "p": "block probabilities", "l": "running sum", "acc": "accumulator", "out": "normalisation",
                   "future": "causal mask", "last_key": "causal mask"}

@@ -23,7 +23,6 @@ class SlidingWindowSpec(Spec):
     axes = {"out": ("batch", "head", "query", "feature"), "weights": ("batch", "head", "query", "key")}
     maps = "returned"  # attn-drill show
     signature = "sliding_window_attention(q, k, v, window, sinks=None)"
-    index_steps = True  # localise.py: the positions it compares are steps (kept)
     step_names = {"p": "window", "j": "window", "visible": "window", "sink": "sink", "seen": "window"}
 
     def resolve(self, module):
