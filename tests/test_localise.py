@@ -193,6 +193,18 @@ DEPARTURES = [
     # ... a scale that came out 1.0 (`1 / d ** (1 // 2)`): the scores are multiplied by it unchanged
     ("attention-backward/missing-scale__blind_b37_intdiv_exponent.py", "scale", 6, "factor",
      "a number your line 6 computes"),
+    # ... a scale right for another whole number than the one the code takes (`head_dim = v.shape[-1]`, then
+    # `head_dim ** -0.5`): the line that made that number
+    ("sdpa/wrong-scale__blind_b47_value_width.py", "scale", 7, "factor",
+     "from the whole number 4 your line 7 computes, where the reference's comes from 7"),
+    # ... a scale that came out the whole number 1 (`head_dim ** (1 // 2)`)
+    ("gqa/missing-scale__blind_b47_int_exponent.py", "scale", 29, "factor",
+     "from the whole number 1 your line 29 computes, where the reference's comes from 4"),
+    # ... but not a model width right for its own reshapes, used for the scale: the scale's line
+    ("mla/wrong-scale__blind_b30_scale_by_dv.py", "scale", 37, "factor", "a number your line 37 computes"),
+    # absorbed MLA makes no values, which the model answer makes before its scores: the scores' scale departs too,
+    # and the output (the values' stand-in) was made from it: the scale is the departure
+    ("mla/wrong-scale__blind_b29_absorbed_rank_scale.py", "scale", 49, "factor", "a number your line 49 computes"),
     # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
     ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
      "made from numbers your line 14 computes"),

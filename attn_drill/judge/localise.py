@@ -31,6 +31,7 @@ from attn_drill.i18n import t
 from attn_drill.judge.assignments import Assignments, number
 from attn_drill.judge.trace import Tracer
 
+BRANCHES = 4  # departing steps looked at after the first, for one its tensor was made from
 MAX_OPS = 3000  # per run: a loop over many blocks keeps its first ones (enough to find a departure)
 SAME = 1e-6  # relative distance under which two tensors are the same numbers
 
@@ -120,7 +121,8 @@ class Recorder:
                                                               if id(x) in self.made)
         given = [x for x in read if id(x) not in self.ours]  # the input, the weights: made by no traced line
         numbers = tuple(n for x in (*args, *kwargs.values()) for n in [number(x)] if n is not None)
-        ints = tuple(x for x in (*args, *kwargs.values()) if type(x) is int)
+        ints = tuple(x for a in (*args, *kwargs.values()) for x in (a if type(a) in (list, tuple) else (a,))
+                     if type(x) is int)  # `view(B, T, d)`, `split([dn, dv])` too
         for x in _tensors(out):
             self.ours.add(id(x))
             self.alive.append(x)  # held, so that no later tensor gets its id
@@ -430,6 +432,7 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
     # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
     right = [v or (r.aux and not bool_steps) or not informative(r.out) or inner(ref, i) for i, (v, r)
              in enumerate(zip(vouched, ref))]
+    first, others = None, 0
     never_repeats = not any((u.name in REPEAT or u.name == "expand") and not u.index and not u.boolean
                             for u in user)  # the user's code repeats no numbers (an index or a mask expanded is none)
     for i, r in enumerate(ref):
@@ -439,18 +442,30 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
             gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence, numbers=numbers)
             if gone.relation == "absent" or gone.line is None:  # on the way to a result returned unfinished?
                 gone = left_out_of_result(ref, i, user, hits, numbers) or gone
-            if gone.relation == "absent" and (r.index or r.name in LAYOUT and not r.parents) or \
+            read = gone.op is not None and user[gone.op].name in LAYOUT | GATHER  # the user's read of an input
+            if gone.relation == "absent" and r.index or r.name in LAYOUT and not r.parents and \
+                    (gone.relation == "absent" or gone.relation == "differs" and not read) or \
                     r.name in REPEAT and never_repeats and gone.relation in ("absent", "differs"):
                 # an index the user never made (a slice does its work), an input only laid out (`k.transpose(-2,
-                # -1)` where an einsum reads k as it is), kv heads never repeated (the queries grouped instead):
-                # what reads it says whether it went wrong; a copy in another order is a departure ("arranged")
+                # -1)` where an einsum reads k as it is; as many numbers made otherwise say nothing of it), kv heads
+                # never repeated (the queries grouped instead): what reads it says whether it went wrong; a copy in
+                # another order, or other entries read (`x[..., 0::2]` for `x[..., :half]`), is a departure
                 right[i] = True
                 continue
             if r.index and gone.op is not None and shifted_back(user, gone.op, r.out):
                 right[i] = True  # positions counted from elsewhere, the shift added back where they are compared
                 continue
-            return gone
-    return None
+            if first is None:
+                first = gone
+            elif gone.op is not None and first.op is not None and first.op in descendants(user, {gone.op}):
+                # another step on a branch of its own departs too, and the first one's tensor was made from this
+                # one's (the model answer makes the values before the scores; absorbed MLA makes no values, and
+                # its output comes from scaled scores): the numbers went wrong here first
+                first = gone
+            others += 1
+            if others > BRANCHES:
+                break
+    return first
 
 
 def shifted_back(user: list[Op], j: int, want: torch.Tensor) -> bool:
@@ -606,37 +621,44 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             if u.parents == (j,) and u.name in SCALING and torch.equal(u.out, user[j].out)]
         # or an input scaled on the way to the step (`q / self.temperature` before the product)
         inputs = [c for c in sorted(ancestors(user, {j}) & descendants(user, sources)) if user[c].name in SCALING]
-        made = number_origin(user, chain + [c for c in inputs if c not in chain], numbers)
+        ops = chain + [c for c in inputs if c not in chain]
+        whole = int_origin(user, ops, numbers, _factor_of(user[j].out, want.out))
+        if whole is not None and whole[0] != line:  # the factor is right for another whole number than the code's
+            at, n, m = whole
+            return Departure(r.label, r.kind, at, _say("int_from", how=how, line=at, n=n, m=m), code, params,
+                             line_in_how=True, step_line=line, op=j)
+        made = number_origin(user, ops, numbers)
         if made is not None and made[0] != line:  # the factor is a Python number the call was given: its line
-            return _made_at(r, made[0], "factor_from" if made[1] else "numbers_from", how, code, params, line)
+            return _made_at(r, made[0], "factor_from" if made[1] else "numbers_from", how, code, params, line, op=j)
     elif code in MADE_ELSEWHERE and line is not None and not r.index:
         shapes = {tuple(user[p].out.shape) for p in sources} if sources else \
             {tuple(o.out.shape) for o in ref if not o.parents}  # the inputs': the steps made straight from them
         own = made_by(user, j)
         made = number_origin(user, [own], numbers) if user[own].free and not user[own].parents else None
         if made is not None and made[0] != user[own].line:  # made from Python numbers alone (torch.tensor(slopes))
-            return _made_at(r, made[0], "numbers_from", how, code, params, user[own].line)
+            return _made_at(r, made[0], "numbers_from", how, code, params, user[own].line, op=j)
         index = read_through(user, own, taken, sources)
         if index is not None and user[index].line != user[own].line:  # the right input read at the wrong places
-            return _made_at(r, user[index].line, "index_from", how, code, params, user[own].line)
+            return _made_at(r, user[index].line, "index_from", how, code, params, user[own].line, op=j)
         first = went_wrong(user, own, sources, taken, shapes)
         if user[first].line != user[own].line:  # said as such: that line does not make the step's tensor itself
-            return _made_at(r, user[first].line, "made_from", how, code, params, user[own].line)
+            return _made_at(r, user[first].line, "made_from", how, code, params, user[own].line, op=j)
         line = user[own].line
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
     elif code == "arranged" and line is not None:
         by = arranged_by(user, j, sources, taken, [ref[p].out for p in r.parents])
         if user[by].line != line:  # said as such: that line put the numbers in order, another made the step's
-            return _made_at(r, user[by].line, "arranged_at", how, code, params, line)
+            return _made_at(r, user[by].line, "arranged_at", how, code, params, line, op=j)
     return Departure(r.label, r.kind, line, how, code, params, op=j)
 
 
-def _made_at(r: Op, line: int, key: str, how: str, code: str, params: dict, step_line: int | None) -> Departure:
+def _made_at(r: Op, line: int, key: str, how: str, code: str, params: dict, step_line: int | None,
+             op: int | None = None) -> Departure:
     """The departure at step r placed at `line`, an earlier line than the step's own (`step_line`) where its wrong
     numbers were made, said as such (`key`'s words name that line after what differs)."""
     return Departure(r.label, r.kind, line, _say(key, how=how, line=line), code, params, line_in_how=True,
-                     step_line=step_line)
+                     step_line=step_line, op=op)
 
 
 def left_out_of_result(ref: list[Op], i: int, user: list[Op], hits: list[int | None],
@@ -693,6 +715,44 @@ def number_origin(user: list[Op], ops: list[int], numbers: Assignments | None) -
             if at is not None:
                 return at, type(x) is float
     return None
+
+
+def int_origin(user: list[Op], ops: list[int], numbers: Assignments | None,
+               c: float | None) -> tuple[int, int, int] | None:
+    """(the line, n, m) where a scale off by the factor c comes from a wrong whole number: the ops scale by n ** -0.5
+    or sqrt(n) (`d = v.shape[-1]` then `d ** -0.5`; `norm = d ** (1 // 2)`, which is 1), and m = n * c**2 (or n /
+    c**2), which would give the reference's, is another whole number. The number n must be given to no other torch
+    call (a model width right for its reshapes, used for the scale, makes the scale's line the wrong one; a 1 is
+    never right for a scale). None when there is no such number."""
+    if numbers is None or c is None:
+        return None
+    elsewhere = {x for k, u in enumerate(user) if k not in ops for x in u.ints}
+    for k in ops:
+        given = [x for x in user[k].numbers if type(x) is float] + \
+            [x for x in user[k].ints if user[k].name in SCALING]
+        divides = user[k].name in DIVIDES
+        for x in given:
+            if not (0 < x < float("inf")):
+                continue
+            # made before x was (when a line made it): a whole number made later is none of its sources
+            before = numbers.place(x, k)
+            for made in reversed(numbers.ints(k)):
+                n = made.value
+                e = next((e for e in (0.5, -0.5) if n >= 1 and abs(x - n ** e) <= 1e-9 * x), None)
+                if e is None or n > 1 and n in elsewhere or before is not None and made.place > before:
+                    continue
+                m = n * c * c if divides == (e == 0.5) else n / (c * c)  # (n / m) ** e is c
+                if abs(m - round(m)) <= 1e-6 * m and round(m) >= 1 and round(m) != n:
+                    return made.line, n, round(m)
+    return None
+
+
+DIVIDES = {"__truediv__", "div", "true_divide", "div_", "__itruediv__"}
+
+
+def _factor_of(u: torch.Tensor, want: torch.Tensor) -> float | None:
+    """u's factor off want, in the first layout of u as want's shape that has one."""
+    return next((f for f in (_factor(view, want) for view, _ in layouts(u, want.shape)) if f is not None), None)
 
 
 BUFFERS = {"zeros", "ones", "full", "empty", "new_zeros", "new_ones", "new_full", "new_empty", "zeros_like",
