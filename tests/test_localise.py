@@ -205,6 +205,13 @@ DEPARTURES = [
     # absorbed MLA makes no values, which the model answer makes before its scores: the scores' scale departs too,
     # and the output (the values' stand-in) was made from it: the scale is the departure
     ("mla/wrong-scale__blind_b29_absorbed_rank_scale.py", "scale", 49, "factor", "a number your line 49 computes"),
+    # a helper whose lines make a step right for one call (RoPE on k_pe) and wrong numbers for another (`q =
+    # self.rotary(q, positions)`, the whole head turned): the call that went wrong, not the helper's line
+    ("mla/mla-rope-misplaced__blind_b29_rope_full_q.py", "head split", 59, "differs",
+     "made from what your line 59 computes"),
+    # ... the step never made, its helper line run from another call on other numbers (q_nope turned, not q_pe)
+    ("mla/mla-rope-misplaced__blind_b30_rope_on_q_nope.py", "head split", 61, "called-on-other",
+     "your line 33 makes this step for another call, and the call at your line 61 runs it on other numbers"),
     # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
     ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
      "made from numbers your line 14 computes"),

@@ -76,6 +76,7 @@ class Op:
     numbers: tuple = ()  # the Python floats (and lists of them) the call was given (`s * scale`, torch.tensor(slopes))
     ints: tuple = ()  # the Python ints it was given (`kj - qi < Tk - Tq`: a shift a comparison adds back)
     ident: int = 0  # the user's only: id() of the tensor itself, which the recorder keeps alive (where it was handed on)
+    sites: tuple[int, ...] = ()  # the lines that called the function `line` is in, innermost first (a helper's calls)
 
 
 @dataclass
@@ -107,7 +108,9 @@ class Recorder:
         self.alive: list[torch.Tensor] = []
         self.ours: set[int] = set()  # ids of every tensor the traced lines made, integer ones too (aranges)
 
-    def __call__(self, line, name, args, kwargs, out):
+    wants_sites = True  # the tracer hands each call's outer lines in the user's file (a helper's calls)
+
+    def __call__(self, line, name, args, kwargs, out, sites: tuple[int, ...] = ()):
         if len(self.ops) >= MAX_OPS or line in self.skip:
             return
         inplace = name.endswith("_") or name.startswith("__i")
@@ -132,7 +135,7 @@ class Recorder:
                 self.ops.append(Op(line, name, x.detach().to("cpu", torch.float64, copy=True), parents,
                                    boolean=x.dtype == torch.bool, free=free,
                                    copied=x.dtype == torch.bool and _copies(x, given), index=index,
-                                   numbers=numbers, ints=ints, ident=id(x)))
+                                   numbers=numbers, ints=ints, ident=id(x), sites=sites))
 
 
 def _copies(mask: torch.Tensor, given: list[torch.Tensor]) -> bool:
@@ -577,6 +580,11 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         # the user's next tensor after the step's inputs; with no input of it reproduced, no line is the step's. An
         # input the model answer makes on the step's own line (`p * (dp - (dp * p).sum(...))`) is the statement
         # the step belonged in: that input's line
+        twin = run_elsewhere(ref, i, user, hits, taken)
+        if twin is not None:  # the step's own line, in a helper, run from another call on other numbers
+            at, inner = twin
+            return Departure(r.label, r.kind, at, _say("called_on_other", n=r.out.numel(), shape=tuple(r.out.shape),
+                                                       inner=inner, line=at), "called-on-other", line_in_how=True)
         beside = [hits[p] for p in r.parents if hits[p] is not None and ref[p].line == r.line]
         line = user[beside[0]].line if beside else next((u.line for u in user[after + 1:]), None) if sources else None
         return Departure(r.label, r.kind, line, _say("absent", n=r.out.numel(), shape=tuple(r.out.shape)), "absent")
@@ -641,8 +649,9 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         if index is not None and user[index].line != user[own].line:  # the right input read at the wrong places
             return _made_at(r, user[index].line, "index_from", how, code, params, user[own].line, op=j)
         first = went_wrong(user, own, sources, taken, shapes)
-        if user[first].line != user[own].line:  # said as such: that line does not make the step's tensor itself
-            return _made_at(r, user[first].line, "made_from", how, code, params, user[own].line, op=j)
+        at = called_at(user, first, taken) or user[first].line
+        if at != user[own].line:  # said as such: that line does not make the step's tensor itself
+            return _made_at(r, at, "made_from", how, code, params, user[own].line, op=j)
         line = user[own].line
     elif code in MADE_ELSEWHERE and line is not None:
         line = user[made_by(user, j)].line
@@ -795,17 +804,25 @@ def went_wrong(user: list[Op], j: int, sources: set[int], taken: set[int], shape
     There the numbers went wrong, and user[j] only carries it on; j itself when there is none."""
     fed = descendants(user, sources) if sources else set(range(len(user)))
     feeds_right = ancestors(user, taken)  # every op a reproduced one was computed from
-    right_calls = {(user[k].line, user[k].name) for k in taken}  # a line that computes right elsewhere (a helper
-    seen, stack, wrong = set(), [j], []  # called twice) is not where it went wrong: its call is
+    # a line that computes right elsewhere (a helper called twice) is not where it went wrong, its call is: an op
+    # there stands for its call (called_at), with no sources of its own in the helper (`rope(q)` where only k's
+    # part of q should be turned: the helper's cat, not its halves)
+    right_calls = {(user[k].line, user[k].name) for k in taken}
+    laid = [sorted(x) for x in shapes]  # an input's shape in any order of its axes (the heads moved first or not)
+    seen, stack, wrong = set(), [j], []
     while stack:
         k = stack.pop()
         for p in user[k].parents:
-            if p in seen or p in taken or p in sources or p not in fed or user[p].free or p in feeds_right or \
-                    (user[p].line, user[p].name) in right_calls:
+            if p in seen or p in taken or p in sources or p not in fed or user[p].free or p in feeds_right:
+                continue
+            if (user[p].line, user[p].name) in right_calls:
+                seen.add(p)
+                if sorted(user[p].out.shape) in laid and user[p].sites:
+                    wrong.append(p)
                 continue
             seen.add(p)
             stack.append(p)
-            if tuple(user[p].out.shape) in shapes:
+            if sorted(user[p].out.shape) in laid and made_by(user, p) == p:  # (a view of numbers made before: no)
                 wrong.append(p)
     return min(wrong, default=j)
 
@@ -815,6 +832,38 @@ MADE_ELSEWHERE = {"differs", "nan"}  # wrong numbers, which a view only carries 
 
 
 REDUCING = {"sum", "cumsum", "mean", "cumprod", "prod", "logsumexp", "amax", "max"}
+
+
+def run_elsewhere(ref: list[Op], i: int, user: list[Op], hits: list[int | None],
+                  taken: set[int]) -> tuple[int, int] | None:
+    """(the call's line, the helper's line) where reference step i, which no user tensor holds, is made by the model
+    answer's same line for another call (RoPE's halves, of k_pe and of q_pe) that the user's helper line reproduces,
+    and that helper line also runs, from another call, on numbers that are no step (`rotary(q_nope)` where q_pe
+    is meant): that call is where the step went to other numbers. None otherwise."""
+    for t, other in enumerate(ref):
+        if t == i or other.line != ref[i].line or other.name != ref[i].name or hits[t] is None:
+            continue
+        mine = user[hits[t]]
+        k = next((k for k, u in enumerate(user) if k not in taken and u.line == mine.line and u.name == mine.name
+                  and u.sites and u.out.dim() == ref[i].out.dim()), None)
+        at = called_at(user, k, taken) if k is not None else None
+        if at is not None:
+            return at, mine.line
+    return None
+
+
+def called_at(user: list[Op], k: int, taken: set[int]) -> int | None:
+    """The line of the call that made user[k] wrong, where user[k] is made in a helper whose same line makes a step
+    right in another call (an op of the same line and name that reproduces one, `taken`): where the two calls'
+    lines part, from the outermost (the same line, in a loop or a comprehension: the innermost call). None when
+    user[k]'s line is no such helper line, or user[k] is itself right."""
+    u = user[k]
+    twins = [user[t].sites for t in sorted(taken) if user[t].line == u.line and user[t].name == u.name]
+    if not twins or not u.sites or k in taken:  # (k itself reproduces a step: right, in every call)
+        return None
+    other = next((t for t in twins if t != u.sites), twins[0])
+    mine, theirs = u.sites[::-1], other[::-1]
+    return next((a for a, b in zip(mine, theirs) if a != b), u.sites[0])
 
 
 def _reduced_otherwise(user: list[Op], r: Op, j: int, taken: set[int]) -> int | None:
@@ -967,7 +1016,7 @@ def near(a: torch.Tensor, b: torch.Tensor) -> float:
 
 # what differs at the departing step, as a code (Departure.relation): with the step's kind it names the mistake
 RELATIONS = ("filled", "kept-finite", "nan", "hides", "shows", "hides-and-shows", "moved", "factor", "other-step",
-             "reduced", "other-rows", "arranged", "differs", "absent")
+             "reduced", "other-rows", "arranged", "differs", "absent", "called-on-other")
 
 
 def relation(u: torch.Tensor, r: Op, ref: list[Op], i: int) -> tuple[str, str, dict]:

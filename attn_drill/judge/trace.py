@@ -57,6 +57,10 @@ class Tracer(TorchFunctionMode):
         # record(line, name, args, kwargs, out), called after each call made from the user's file: explain.py
         # keeps each call's output shape with its line (None for a check: nothing more is kept)
         self.record = record
+        # the lines further out on the stack in the user's file (the calls of a helper), kept for a record that asks
+        # for them (`wants_sites`): the localiser's, to name the call of a helper that went wrong for that call only
+        self._sites = bool(getattr(record, "wants_sites", False))
+        self.sites: tuple[int, ...] = ()
         self.forbidden_calls: list[tuple[str, int | None]] = []
         self.calls: list[tuple[str, int | None]] = []  # (function name, user line)
         self.precision = None  # the inputs' dtype, when it is float64: a lower one made from the user's file is kept
@@ -96,7 +100,10 @@ class Tracer(TorchFunctionMode):
                 and out.is_floating_point() and out.dtype in LOWER and _reads_float64(args):
             self.lowered = (name, line, str(out.dtype).replace("torch.", ""))
         if self.record is not None and line is not None:
-            self.record(line, name, args, kwargs, out)
+            if self._sites:
+                self.record(line, name, args, kwargs, out, sites=self.sites)
+            else:
+                self.record(line, name, args, kwargs, out)
         return out
 
     def _follow(self, name: str, args, kwargs: dict, out) -> None:
@@ -152,6 +159,8 @@ class Tracer(TorchFunctionMode):
             g = frame.f_globals
             if (g is self._globals or self._globals is None) and frame.f_code.co_filename == self.user_file:
                 self._globals = g
+                if self._sites:
+                    self.sites = self._outer(frame.f_back)
                 return frame.f_lineno, checker
             if checker is None and g is not self._globals:
                 module = g.get("__name__")
@@ -160,6 +169,15 @@ class Tracer(TorchFunctionMode):
                     checker = f"{module.replace('attn_drill_reference_', 'the reference ')}.{frame.f_code.co_qualname}"
             frame = frame.f_back
         return None, None
+
+    def _outer(self, frame) -> tuple[int, ...]:
+        """The lines of the user's frames from `frame` outwards (innermost first): the calls that led to a call."""
+        out = []
+        while frame is not None:
+            if frame.f_globals is self._globals and frame.f_code.co_filename == self.user_file:
+                out.append(frame.f_lineno)
+            frame = frame.f_back
+        return tuple(out)
 
     def lines(self, names: set[str]) -> list[int]:
         """The user's lines of the calls named `names`, in the order they ran (a line once per call)."""

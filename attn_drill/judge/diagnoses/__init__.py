@@ -99,7 +99,8 @@ STEP_OF = {"missing-output-projection": "output projection", "wrong-projection":
                                       "swiglu-wrong-activation")},
            # mla (a tuple: any of these kinds): a layout departs at a head split, the latent's norm at the norm
            "mla-kv-layout": ("head split",), "mla-latent-not-normalised": ("norm", "projection"),
-           "mla-rope-misplaced": ("frequencies", "angles", "pairs", "rotation"),
+           # (or q's head split, made from q turned whole, or from the halves of q_nope turned where q_pe's belong)
+           "mla-rope-misplaced": ("frequencies", "angles", "pairs", "rotation", "head split"),
            # RoPE's own: the frequencies, the angles from the positions, the pairs, the turn
            "rope-wrong-frequencies": ("frequencies",), "rope-positions-ignored": ("positions", "angles"),
            "rope-interleaved": ("pairs", "rotation"), "rope-wrong-direction": ("rotation", "pairs"),
@@ -140,7 +141,8 @@ MASK_PATTERN = ("causal-diagonal", "causal-misaligned", "mask-inverted", "paddin
 RELATION_OF = {"linear-causal-leak": {"sums": "reduced"}, "paged-block-index": {"kv repeat": "arranged"},
                **{slug: {"scores": "factor"} for slug in ("missing-scale", "wrong-scale")},
                **{slug: {"mask": PATTERN} for slug in (*MASK_PATTERN, "mask-head-broadcast")},
-               "causal-misaligned": {"mask": PATTERN, "causal mask": "differs", "positions": "differs"}}
+               "causal-misaligned": {"mask": PATTERN, "causal mask": "differs", "positions": "differs"},
+               "mla-rope-misplaced": {"head split": ("differs", "called-on-other")}}
 
 
 def placed(slug: str, gone) -> bool:
