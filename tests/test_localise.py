@@ -212,6 +212,9 @@ DEPARTURES = [
     # ... the step never made, its helper line run from another call on other numbers (q_nope turned, not q_pe)
     ("mla/mla-rope-misplaced__blind_b30_rope_on_q_nope.py", "head split", 61, "called-on-other",
      "your line 33 makes this step for another call, and the call at your line 61 runs it on other numbers"),
+    # a term kept with the other sign (ALiBi's bias made negative) is a convention: the difference made from it
+    # (`scores - alibi`, which adds the penalty back) is the departure, not the bias
+    ("alibi/alibi-sign__blind_b33_double_negation.py", "step", 28, "differs", "differs by up to"),
     # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
     ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
      "made from numbers your line 14 computes"),

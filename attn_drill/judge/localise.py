@@ -445,6 +445,10 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
             gone = explain(ref, i, user, hits, thrown, per_sequence=per_sequence, numbers=numbers)
             if gone.relation == "absent" or gone.line is None:  # on the way to a result returned unfinished?
                 gone = left_out_of_result(ref, i, user, hits, numbers) or gone
+            if negated_term(ref, i, user, gone):
+                right[i] = True  # a term kept with the other sign (`+ alibi` for `- penalty`): the sum says
+                hits[i] = gone.op  # (which is then made from it)
+                continue
             read = gone.op is not None and user[gone.op].name in LAYOUT | GATHER  # the user's read of an input
             if gone.relation == "absent" and r.index or r.name in LAYOUT and not r.parents and \
                     (gone.relation == "absent" or gone.relation == "differs" and not read) or \
@@ -469,6 +473,17 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
             if others > BRANCHES:
                 break
     return first
+
+
+def negated_term(ref: list[Op], i: int, user: list[Op], gone: Departure) -> bool:
+    """Step i is a term the model answer adds or subtracts (every step that reads it is a sum or a difference), and
+    the user's tensor for it is the same numbers times -1: a sign convention (ALiBi's bias kept negative and
+    added), which the sum or difference made from it judges."""
+    kids = children(ref, i)
+    if gone.relation != "factor" or gone.op is None or not kids or any(ref[c].name not in TERMS for c in kids):
+        return False
+    c = _factor_of(user[gone.op].out, ref[i].out)
+    return c is not None and abs(c + 1) <= 1e-6
 
 
 def shifted_back(user: list[Op], j: int, want: torch.Tensor) -> bool:
