@@ -49,7 +49,8 @@ def apply_rope(x, positions, base):
         theta = theta[:, None]  # (B, 1, T, d/2): a sequence's angles are shared by all its heads
     cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]  # pair i is (x1[..., i], x2[..., i])
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (B, H, T, d)
+    rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # (B, H, T, d)
+    return rotated
 
 
 class LlamaBlock(nn.Module):

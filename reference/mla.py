@@ -39,7 +39,8 @@ def apply_rope(x, positions, base):
     theta = positions.to(dtype)[:, None] * inv_freq  # (T, d/2)
     cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
     x1, x2 = x[..., : d // 2], x[..., d // 2 :]  # pair i is (x1[..., i], x2[..., i])
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    rotated = torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)  # each pair turned by +theta
+    return rotated
 
 
 class MultiHeadLatentAttention(nn.Module):

@@ -215,6 +215,12 @@ DEPARTURES = [
     # a term kept with the other sign (ALiBi's bias made negative) is a convention: the difference made from it
     # (`scores - alibi`, which adds the penalty back) is the departure, not the bias
     ("alibi/alibi-sign__blind_b33_double_negation.py", "step", 28, "differs", "differs by up to"),
+    # ... or the step's own product, its helper run from another call (apply_rope(q_nope), Hugging Face style)
+    ("mla/mla-rope-misplaced__blind_b44_nope_rotated.py", "rotation", 56, "called-on-other",
+     "the call at your line 56 runs it on other numbers"),
+    # a step held in one half of a tensor twice its size (Hugging Face's RoPE turns both halves at once, with
+    # cat((freqs, freqs))): rotate_half's cat(x2, -x1) is where the turn goes the other way
+    ("rope/rope-wrong-direction__blind_b49_rotate_half.py", "rotation", 7, "other-step", "in the first half of yours"),
     # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
     ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
      "made from numbers your line 14 computes"),

@@ -320,6 +320,11 @@ def layouts(u: torch.Tensor, shape: torch.Size):
                 yield u.permute(perm), ("laid_out", tuple(u.shape))
     if u.numel() == shape.numel() and u.shape != shape:
         yield u.reshape(shape), ("shaped", tuple(u.shape))
+    if u.dim() == len(shape) and u.numel() == 2 * shape.numel():  # one half of u (`cat((freqs, freqs), -1)`,
+        for a in range(u.dim()):  # `x * cos` over the whole head where the model answer turns each half)
+            if u.shape[a] == 2 * shape[a] and all(u.shape[b] == shape[b] for b in range(u.dim()) if b != a):
+                yield u.narrow(a, 0, shape[a]), ("half_first", tuple(u.shape))
+                yield u.narrow(a, shape[a], shape[a]), ("half_second", tuple(u.shape))
 
 
 def signature(t: torch.Tensor) -> torch.Tensor:
@@ -407,6 +412,9 @@ def reproduced(ref: list[Op], user: list[Op], per_sequence: bool = False) -> lis
         hit = find(r, like) if informative(r) else None
         if hit is None and informative(r) and r.dim() >= 3:  # one head of r (B, H, ...): a loop over heads
             hit = next((h for h in (find(r[:, k], like) for k in range(min(r.size(1), 16))) if h is not None), None)
+        if hit is None and informative(r):  # one half of a tensor twice its size (RoPE's halves, turned at once)
+            js = groups.get(2 * r.numel(), ((), None))[0]
+            hit = next((j for j in js if like(user[j]) and reproduces(user[j].out, r)), None)
         if hit is None and per_sequence and informative(r):
             hit = each_sequence(r, groups, lambda piece: find(piece, like), user, batch, like)
         out.append(hit)
@@ -548,7 +556,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
             continue
         if r.index != u.index or r.index and not skipped and j not in fed and sources:
             continue  # an index stands for an index, made from the step's inputs (or, as they are, from constants)
-        if u.out.numel() == r.out.numel():
+        if u.out.numel() in (r.out.numel(), 2 * r.out.numel()):  # (or one half of it: layouts())
             wants = [r]
         elif per_sequence and not skipped:  # its sequence's part of the step (the loop's pass it was made in)
             wants = [replace(r, out=piece) for group in pieces(r.out, {u.out.numel()}, batch, only=passes[j])
@@ -630,6 +638,11 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         # no tensor made from the step's inputs stands for it: the step is left out, and belongs right after the
         # line that makes its input
         counterpart = any(not c[4] and not c[0][0] for c in near_ones)  # (fed, not the input itself)
+        twin = run_elsewhere(ref, i, user, hits, taken) if line is None and reduced is None else None
+        if twin is not None:  # not left out: made by a helper line that ran, from another call, on other numbers
+            at, inner = twin
+            return Departure(r.label, r.kind, at, _say("called_on_other", n=r.out.numel(), shape=tuple(r.out.shape),
+                                                       inner=inner, line=at), "called-on-other", line_in_how=True)
         if line is None and reduced is None and not counterpart and _left_out(user, r, j, taken):
             return Departure(r.label, r.kind, user[j].line, _say("left_out_after", how=how, line=user[j].line),
                              code, params, line_in_how=True)

@@ -41,7 +41,7 @@ class LlamaBlockSpec(ModuleSpec):
     signature = "__init__(self, d_model, num_heads, num_kv_heads, d_ff, rope_base=10000.0, eps=1e-6)"
     forward = ((None, 1), {"positions": None}, "forward(self, x, positions=None)")
     step_names = {"inv_freq": "frequencies", "theta": "angles", "cos, sin": "angles", "x1, x2": "pairs",
-                  "xf": "norm", "normed": "norm"}
+                  "rotated": "rotation", "xf": "norm", "normed": "norm"}
 
     @property
     def forbidden(self) -> dict:

@@ -52,7 +52,8 @@ class MLASpec(ModuleSpec):
     forward = ((None, 1), {"cache": None}, "forward(self, x, cache=None)")
     float32_convention = True  # angles in float32 (as DeepSeek computes them): no precision-loss
     step_names = {"inv_freq": "frequencies", "theta": "angles", "cos, sin": "angles", "x1, x2": "pairs",
-                  "xf": "norm", "normed": "norm", "positions": "positions", "visible": "causal mask"}
+                  "rotated": "rotation", "xf": "norm", "normed": "norm", "positions": "positions",
+                  "visible": "causal mask"}
 
     @property
     def forbidden(self) -> dict:
