@@ -221,6 +221,13 @@ DEPARTURES = [
     # a step held in one half of a tensor twice its size (Hugging Face's RoPE turns both halves at once, with
     # cat((freqs, freqs))): rotate_half's cat(x2, -x1) is where the turn goes the other way
     ("rope/rope-wrong-direction__blind_b49_rotate_half.py", "rotation", 7, "other-step", "in the first half of yours"),
+    # a loop over heads with a helper called per head (`self._attend(Q[:, :, sl], ...)`): each pass is its head's
+    # part of the step, and the scale of 1 made in the constructor is the line
+    ("mha/missing-scale__blind_b50_head_loop_intdiv.py", "scale", 12, "factor",
+     "from the whole number 1 your line 12 computes"),
+    # ... a feature-map helper called twice a head: its passes are the heads' parts; the input's slice `q[:, h]`,
+    # only read, stands for no step that computes
+    ("linear-attention/linear-feature-map__blind_b35_handmade_elu.py", "step", 6, "differs", "differs by up to"),
     # a tensor made from a Python list (the ALiBi slopes): the return statement that built the list
     ("alibi/alibi-slopes__blind_b44_contiguous_extra.py", "slopes", 14, "differs",
      "made from numbers your line 14 computes"),

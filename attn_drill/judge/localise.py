@@ -21,6 +21,7 @@ first lengths[b] tokens): one sequence read right says nothing of the others.
 from __future__ import annotations
 
 import ast
+import collections
 import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -393,6 +394,7 @@ def reproduced(ref: list[Op], user: list[Op], per_sequence: bool = False) -> lis
         groups[u.out.numel()][1].append(signature(u.out))
     groups = {n: (js, torch.stack(sigs)) for n, (js, sigs) in groups.items()}
     batch = batch_of(ref)
+    runs = collections.Counter((u.line, u.name) for u in user)  # how many times each line's call ran (a loop)
 
     def find(r: torch.Tensor, like) -> int | None:
         js, sigs = groups.get(r.numel(), ((), None))
@@ -412,6 +414,10 @@ def reproduced(ref: list[Op], user: list[Op], per_sequence: bool = False) -> lis
         hit = find(r, like) if informative(r) else None
         if hit is None and informative(r) and r.dim() >= 3:  # one head of r (B, H, ...): a loop over heads
             hit = next((h for h in (find(r[:, k], like) for k in range(min(r.size(1), 16))) if h is not None), None)
+        if hit is None and informative(r) and r.dim() >= 4:  # one (batch, head)'s matrix: a loop over both, its
+            flat = r.reshape(-1, *r.shape[-2:])  # line run once for each
+            hit = next((h for h in (find(flat[k], lambda u: like(u) and runs[(u.line, u.name)] == flat.size(0))
+                                    for k in range(min(flat.size(0), 16))) if h is not None), None)
         if hit is None and informative(r):  # one half of a tensor twice its size (RoPE's halves, turned at once)
             js = groups.get(2 * r.numel(), ((), None))[0]
             hit = next((j for j in js if like(user[j]) and reproduces(user[j].out, r)), None)
@@ -542,7 +548,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
     normalised = made | descendants(user, made)  # probabilities, or made from them: no score is left at -inf there
     near_ones = []
     passes, seen = [], {}  # by user op: how many times its line's call ran before (a loop over sequences: b)
-    for u in user if per_sequence else ():
+    for u in user:
         passes.append(seen.get((u.line, u.name), 0))
         seen[(u.line, u.name)] = passes[-1] + 1
     batch = batch_of(ref)
@@ -561,6 +567,14 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         elif per_sequence and not skipped:  # its sequence's part of the step (the loop's pass it was made in)
             wants = [replace(r, out=piece) for group in pieces(r.out, {u.out.numel()}, batch, only=passes[j])
                      for piece in group]
+        elif r.out.dim() >= 3 and u.out.numel() * r.out.size(1) == r.out.numel() and \
+                seen[(u.line, u.name)] % r.out.size(1) == 0:  # one head's part: a loop over the heads (a helper
+            # called n times a head: its pass // n)
+            wants = [replace(r, out=r.out[:, passes[j] // (seen[(u.line, u.name)] // r.out.size(1))])]
+        elif r.out.dim() >= 4 and u.out.numel() == r.out.shape[-2:].numel() and \
+                seen[(u.line, u.name)] % (r.out.numel() // u.out.numel()) == 0:  # one (batch, head)'s matrix
+            flat = r.out.reshape(-1, *r.out.shape[-2:])
+            wants = [replace(r, out=flat[passes[j] // (seen[(u.line, u.name)] // flat.size(0))])]
         else:
             continue
         for want in wants:
@@ -596,7 +610,11 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         # bias` for `scores - bias`), not one of the terms as it is
         whole = j == meet and user[j].name in TERMS
         beyond = j in later and not skipped and code != "factor"
-        key = (unfed, beyond, code == "differs" and not whole, user[j].name != r.name, skipped, d)  # same call first
+        # an input only read (`q[:, h]`) stands for a step that computes only when its numbers are that step's
+        read = user[j].name in LAYOUT | GATHER and not user[j].parents and r.name not in LAYOUT | GATHER and \
+            code == "differs"
+        # (then the same call as the step's first)
+        key = (unfed, beyond, read, code == "differs" and not whole, user[j].name != r.name, skipped, d)
         if best_key is None or key < best_key:
             best, best_key = (j, code, how, laid, params, skipped, want), key
     if best is None:
@@ -760,7 +778,7 @@ def int_origin(user: list[Op], ops: list[int], numbers: Assignments | None,
     or sqrt(n) (`d = v.shape[-1]` then `d ** -0.5`; `norm = d ** (1 // 2)`, which is 1), and m = n * c**2 (or n /
     c**2), which would give the reference's, is another whole number. The number n must be given to no other torch
     call (a model width right for its reshapes, used for the scale, makes the scale's line the wrong one; a 1 is
-    never right for a scale). None when there is no such number."""
+    never right for a scale), and made on one line only. None when there is no such number."""
     if numbers is None or c is None:
         return None
     elsewhere = {x for k, u in enumerate(user) if k not in ops for x in u.ints}
@@ -778,6 +796,8 @@ def int_origin(user: list[Op], ops: list[int], numbers: Assignments | None,
                 e = next((e for e in (0.5, -0.5) if n >= 1 and abs(x - n ** e) <= 1e-9 * x), None)
                 if e is None or n > 1 and n in elsewhere or before is not None and made.place > before:
                     continue
+                if n > 1 and len({m.line for m in numbers.ints(k) if m.value == n}) > 1:
+                    continue  # another line made the same number too (`B, T, _ = x.shape` and self.d_model): which?
                 m = n * c * c if divides == (e == 0.5) else n / (c * c)  # (n / m) ** e is c
                 if abs(m - round(m)) <= 1e-6 * m and round(m) >= 1 and round(m) != n:
                     return made.line, n, round(m)
