@@ -286,3 +286,21 @@ def test_the_departure_finds_the_line_a_loop_a_reduction_or_an_extra_tensor_went
     assert words in gone.how, gone.how
     first = next(f for f in report.findings if f.level == "error")
     assert (first.slug, first.line) == (path.stem.split("__")[0], line), first
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_a_step_made_from_steps_the_code_never_makes_yields_to_one_on_its_own_branch(seed, monkeypatch):
+    """Absorbed MLA makes no values: under seeds 1 and 3 the values' head split was stood for by the queries read
+    into the latent (as many numbers, made from nothing of its inputs); the scale's factor, on a branch of its own,
+    is the departure under every seed."""
+    from attn_drill.judge import diagnoses, engine
+
+    path = Path(__file__).parent / "corpus" / "mla" / "missing-scale__blind_b50_absorbed_cis.py"
+    seen = []
+    keep = diagnoses.line_from_departure
+    monkeypatch.setattr(diagnoses, "line_from_departure", lambda check, out: (seen.append(
+        diagnoses.departure(check)), keep(check, out))[1])
+    report = engine.check_file(path.resolve(), "mla", seed)
+    assert (seen[0].kind, seen[0].line, seen[0].relation) == ("scale", 73, "factor"), seen[0]
+    first = next(f for f in report.findings if f.level == "error")
+    assert (first.slug, first.line) == ("missing-scale", 73), first

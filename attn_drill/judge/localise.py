@@ -449,7 +449,12 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
     # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
     right = [v or (r.aux and not bool_steps) or not informative(r.out) or inner(ref, i) for i, (v, r)
              in enumerate(zip(vouched, ref))]
-    first, others = None, 0
+    first, others, loose = None, 0, [False]
+
+    def adrift(i: int) -> bool:
+        """Step i is made from data steps of the model answer none of which the user's code makes (only vouched
+        for; a step made from constants alone is judged by its result, and made another way: inner())."""
+        return bool(ref[i].parents) and all(hits[p] is None and not ref[p].free for p in ref[i].parents)
     never_repeats = not any((u.name in REPEAT or u.name == "expand") and not u.index and not u.boolean
                             for u in user)  # the user's code repeats no numbers (an index or a mask expanded is none)
     for i, r in enumerate(ref):
@@ -478,11 +483,16 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
                 continue
             if first is None:
                 first = gone
-            elif gone.op is not None and first.op is not None and first.op in descendants(user, {gone.op}):
+                loose[0] = adrift(i)
+            elif gone.op is not None and first.op is not None and first.op in descendants(user, {gone.op}) or \
+                    loose[0] and not adrift(i):
                 # another step on a branch of its own departs too, and the first one's tensor was made from this
                 # one's (the model answer makes the values before the scores; absorbed MLA makes no values, and
-                # its output comes from scaled scores): the numbers went wrong here first
+                # its output comes from scaled scores), or the first step's inputs are nowhere in the user's
+                # code (absorbed MLA's values: any tensor of as many numbers stood for them): the numbers went
+                # wrong here first
                 first = gone
+                loose[0] = False
             others += 1
             if others > BRANCHES:
                 break
