@@ -265,13 +265,10 @@ DEPARTURES = [
 ]
 
 
-@pytest.mark.parametrize("name, kind, line, relation, words", DEPARTURES, ids=[d[0] for d in DEPARTURES])
-def test_the_departure_finds_the_line_a_loop_a_reduction_or_an_extra_tensor_went_wrong(name, kind, line, relation,
-                                                                                         words, monkeypatch):
+def _departure(path: Path, seed: int, monkeypatch):
+    """(the departure the check of the corpus file `path` found, its report)."""
     from attn_drill.judge import diagnoses, engine
 
-    path = Path(__file__).parent / "corpus" / name
-    assert "# MISTAKE" in path.read_text().splitlines()[line - 1]
     seen = []
     keep = diagnoses.line_from_departure
 
@@ -280,8 +277,16 @@ def test_the_departure_finds_the_line_a_loop_a_reduction_or_an_extra_tensor_went
         return keep(check, out)
 
     monkeypatch.setattr(diagnoses, "line_from_departure", spy)
-    report = engine.check_file(path.resolve(), path.parent.name, 1234)
-    gone = seen[0]
+    report = engine.check_file(path.resolve(), path.parent.name, seed)
+    return seen[0], report
+
+
+@pytest.mark.parametrize("name, kind, line, relation, words", DEPARTURES, ids=[d[0] for d in DEPARTURES])
+def test_the_departure_finds_the_line_a_loop_a_reduction_or_an_extra_tensor_went_wrong(name, kind, line, relation,
+                                                                                         words, monkeypatch):
+    path = Path(__file__).parent / "corpus" / name
+    assert "# MISTAKE" in path.read_text().splitlines()[line - 1]
+    gone, report = _departure(path, 1234, monkeypatch)
     assert (gone.kind, gone.line, gone.relation) == (kind, line, relation), gone
     assert words in gone.how, gone.how
     first = next(f for f in report.findings if f.level == "error")
@@ -293,14 +298,8 @@ def test_a_step_made_from_steps_the_code_never_makes_yields_to_one_on_its_own_br
     """Absorbed MLA makes no values: under seeds 1 and 3 the values' head split was stood for by the queries read
     into the latent (as many numbers, made from nothing of its inputs); the scale's factor, on a branch of its own,
     is the departure under every seed."""
-    from attn_drill.judge import diagnoses, engine
-
     path = Path(__file__).parent / "corpus" / "mla" / "missing-scale__blind_b50_absorbed_cis.py"
-    seen = []
-    keep = diagnoses.line_from_departure
-    monkeypatch.setattr(diagnoses, "line_from_departure", lambda check, out: (seen.append(
-        diagnoses.departure(check)), keep(check, out))[1])
-    report = engine.check_file(path.resolve(), "mla", seed)
-    assert (seen[0].kind, seen[0].line, seen[0].relation) == ("scale", 73, "factor"), seen[0]
+    gone, report = _departure(path, seed, monkeypatch)
+    assert (gone.kind, gone.line, gone.relation) == ("scale", 73, "factor"), gone
     first = next(f for f in report.findings if f.level == "error")
     assert (first.slug, first.line) == ("missing-scale", 73), first

@@ -898,10 +898,10 @@ def run_elsewhere(ref: list[Op], i: int, user: list[Op], hits: list[int | None],
     answer's same line for another call (RoPE's halves, of k_pe and of q_pe) that the user's helper line reproduces,
     and that helper line also runs, from another call, on numbers that are no step (`rotary(q_nope)` where q_pe
     is meant): that call is where the step went to other numbers. None otherwise."""
-    for t, other in enumerate(ref):
-        if t == i or other.line != ref[i].line or other.name != ref[i].name or hits[t] is None:
+    for o, other in enumerate(ref):
+        if o == i or other.line != ref[i].line or other.name != ref[i].name or hits[o] is None:
             continue
-        mine = user[hits[t]]
+        mine = user[hits[o]]
         k = next((k for k, u in enumerate(user) if k not in taken and u.line == mine.line and u.name == mine.name
                   and u.sites and u.out.dim() == ref[i].out.dim()), None)
         at = called_at(user, k, taken) if k is not None else None
@@ -916,10 +916,10 @@ def called_at(user: list[Op], k: int, taken: set[int]) -> int | None:
     lines part, from the outermost (the same line, in a loop or a comprehension: the innermost call). None when
     user[k]'s line is no such helper line, or user[k] is itself right."""
     u = user[k]
-    twins = [user[t].sites for t in sorted(taken) if user[t].line == u.line and user[t].name == u.name]
+    twins = [user[o].sites for o in sorted(taken) if user[o].line == u.line and user[o].name == u.name]
     if not twins or not u.sites or k in taken:  # (k itself reproduces a step: right, in every call)
         return None
-    other = next((t for t in twins if t != u.sites), twins[0])
+    other = next((x for x in twins if x != u.sites), twins[0])
     mine, theirs = u.sites[::-1], other[::-1]
     return next((a for a, b in zip(mine, theirs) if a != b), u.sites[0])
 
