@@ -633,9 +633,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         # the step belonged in: that input's line
         twin = run_elsewhere(ref, i, user, hits, taken)
         if twin is not None:  # the step's own line, in a helper, run from another call on other numbers
-            at, inner = twin
-            return Departure(r.label, r.kind, at, _say("called_on_other", n=r.out.numel(), shape=tuple(r.out.shape),
-                                                       inner=inner, line=at), "called-on-other", line_in_how=True)
+            return _called_on_other(r, *twin)
         beside = [hits[p] for p in r.parents if hits[p] is not None and ref[p].line == r.line]
         line = user[beside[0]].line if beside else next((u.line for u in user[after + 1:]), None) if sources else None
         return Departure(r.label, r.kind, line, _say("absent", n=r.out.numel(), shape=tuple(r.out.shape)), "absent")
@@ -668,9 +666,7 @@ def explain(ref: list[Op], i: int, user: list[Op], hits: list[int | None], throw
         counterpart = any(not c[4] and not c[0][0] for c in near_ones)  # (fed, not the input itself)
         twin = run_elsewhere(ref, i, user, hits, taken) if line is None and reduced is None else None
         if twin is not None:  # not left out: made by a helper line that ran, from another call, on other numbers
-            at, inner = twin
-            return Departure(r.label, r.kind, at, _say("called_on_other", n=r.out.numel(), shape=tuple(r.out.shape),
-                                                       inner=inner, line=at), "called-on-other", line_in_how=True)
+            return _called_on_other(r, *twin)
         if line is None and reduced is None and not counterpart and _left_out(user, r, j, taken):
             return Departure(r.label, r.kind, user[j].line, _say("left_out_after", how=how, line=user[j].line),
                              code, params, line_in_how=True)
@@ -908,6 +904,12 @@ def run_elsewhere(ref: list[Op], i: int, user: list[Op], hits: list[int | None],
         if at is not None:
             return at, mine.line
     return None
+
+
+def _called_on_other(r: Op, at: int, inner: int) -> Departure:
+    """The departure at step r, placed at the call (`at`) that ran the helper line `inner` on other numbers."""
+    return Departure(r.label, r.kind, at, _say("called_on_other", n=r.out.numel(), shape=tuple(r.out.shape),
+                                               inner=inner, line=at), "called-on-other", line_in_how=True)
 
 
 def called_at(user: list[Op], k: int, taken: set[int]) -> int | None:
