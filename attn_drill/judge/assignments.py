@@ -3,11 +3,11 @@
 it was made. The localiser asks which line made the number a wrong factor came from, and the whole number under it.
 
 Found from behaviour: a line tracer on the user's own frames compares, after each line, the floats (and lists of
-floats, and whole numbers) its frame holds (its locals, and the attributes of its `self`) with those before it; one that appears or
-changes was made by the line that just ran, and one a function returns by its return statement. The tracer also
-notes which line bound each object to a name, and what the user's code returned to its caller, and where (a step
-left out of the result: `out = num` where the reference returns num / den). Only while the localiser runs the
-user's code again on one case (a failing check).
+floats, and whole numbers) its frame holds (its locals, and the attributes of its `self`) with those before it;
+one that appears or changes was made by the line that just ran, and one a function returns by its return
+statement. The tracer also notes which line bound each object to a name, and what the user's code returned to its
+caller, and where (a step left out of the result: `out = num` where the reference returns num / den). Only while
+the localiser runs the user's code again on one case (a failing check).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ class Made:
     line: int  # the user's line that made it
     value: float | tuple | int  # a float, a list of them (as a tuple), or a whole number
     ops_before: int  # how many tensors the recorder had kept when it was made (its place among the torch calls)
-    place: int = 0  # its place among the numbers made
 
 
 class Assignments:
@@ -65,11 +64,11 @@ class Assignments:
         if last is not None:
             for key, value in now.items():
                 if key not in before or before[key] != value:
-                    self.made.append(Made(last, value, len(self.ops), len(self.made)))
+                    self.made.append(Made(last, value, len(self.ops)))
             self.bound += [(last, i, len(self.ops)) for key, i in held.items() if names.get(key) != i]
         returned = number(arg) if event == "return" else None  # `return [start ** i for i in range(n)]`
         if returned is not None:
-            self.made.append(Made(frame.f_lineno, returned, len(self.ops), len(self.made)))
+            self.made.append(Made(frame.f_lineno, returned, len(self.ops)))
         if event == "return" and (frame.f_back is None or frame.f_back.f_code.co_filename != self.file):
             self.returned = (frame.f_lineno, arg)  # what the user's code hands back to its caller, and where
         self._frames[frame] = (frame.f_lineno, now, held)
@@ -84,20 +83,19 @@ class Assignments:
 
     def origin(self, value: float | tuple, before: int) -> int | None:
         """The line that last made `value` before the torch call that was the `before`-th recorded, else None."""
-        lines = [m.line for m in self.made if type(m.value) is type(value) and m.value == value
-                 and m.ops_before <= before]
-        return lines[-1] if lines else None
+        k = self.place(value, before)
+        return None if k is None else self.made[k].line
 
-    def place(self, value: float, before: int) -> int | None:
-        """The place among the numbers made of the last `value` made before the `before`-th torch call, else None."""
-        places = [m.place for m in self.made if type(m.value) is type(value) and m.value == value
-                  and m.ops_before <= before]
-        return places[-1] if places else None
+    def place(self, value: float | tuple | int, before: int) -> int | None:
+        """Where in `made` the last `value` made before the `before`-th torch call is (of the same type: a 1 is
+        no 1.0), else None."""
+        return next((k for k in reversed(range(len(self.made))) if type(self.made[k].value) is type(value)
+                     and self.made[k].value == value and self.made[k].ops_before <= before), None)
 
-    def ints(self, before: int) -> list[Made]:
-        """The whole numbers made before the torch call that was the `before`-th recorded (`d = v.shape[-1]`), in
-        the order they were made."""
-        return [m for m in self.made if type(m.value) is int and m.ops_before <= before]
+    def ints(self, before: int) -> list[tuple[int, Made]]:
+        """(place in `made`, the number) for each whole number made before the torch call that was the
+        `before`-th recorded (`d = v.shape[-1]`), in the order they were made."""
+        return [(k, m) for k, m in enumerate(self.made) if type(m.value) is int and m.ops_before <= before]
 
 
 MAX_LIST = 4096  # a list of floats longer than this is no scale or slope list
@@ -121,6 +119,11 @@ def _names(frame) -> dict:
         return {}
 
 
+def _kept(v) -> float | tuple | int | None:
+    """v as a number a frame is watched for: a whole number as it is (not a bool), else number(v)."""
+    return v if type(v) is int else number(v)
+
+
 def _floats(frame) -> dict:
     """The numbers a frame holds (floats, lists of them, whole numbers): its locals, and its `self`'s attributes (a
     module keeps its scale there)."""
@@ -128,12 +131,11 @@ def _floats(frame) -> dict:
         local = dict(frame.f_locals)
     except Exception:  # noqa: BLE001 - the numbers are then unknown
         return {}
-    out = {name: n for name, v in local.items() for n in [number(v) if type(v) is not int else v] if n is not None}
+    out = {name: n for name, v in local.items() for n in [_kept(v)] if n is not None}
     try:
         attrs = object.__getattribute__(local["self"], "__dict__") if "self" in local else {}
         if isinstance(attrs, dict):
-            out.update({("self", k): n for k, v in list(attrs.items()) for n in [number(v) if type(v) is not int
-                                                                                   else v] if n is not None})
+            out.update({("self", k): n for k, v in list(attrs.items()) for n in [_kept(v)] if n is not None})
     except Exception:  # noqa: BLE001 - a `self` with no __dict__ (slots), or one that refuses to be read
         pass
     return out

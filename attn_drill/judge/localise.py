@@ -76,7 +76,7 @@ class Op:
     # the spec's steps are indices (an index stands only for an index)
     numbers: tuple = ()  # the Python floats (and lists of them) the call was given (`s * scale`, torch.tensor(slopes))
     ints: tuple = ()  # the Python ints it was given (`kj - qi < Tk - Tq`: a shift a comparison adds back)
-    ident: int = 0  # the user's only: id() of the tensor itself, which the recorder keeps alive (where it was handed on)
+    ident: int = 0  # the user's only: id() of the tensor itself, kept alive by the recorder (where it was handed on)
     sites: tuple[int, ...] = ()  # the lines that called the function `line` is in, innermost first (a helper's calls)
 
 
@@ -449,7 +449,7 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
     # be held to the user's (they build masks their own way): neither is ever the departure, nor vouches for others
     right = [v or (r.aux and not bool_steps) or not informative(r.out) or inner(ref, i) for i, (v, r)
              in enumerate(zip(vouched, ref))]
-    first, others, loose = None, 0, [False]
+    first, others, loose = None, 0, False
 
     def adrift(i: int) -> bool:
         """Step i is made from data steps of the model answer none of which the user's code makes (only vouched
@@ -483,16 +483,16 @@ def departure(ref: list[Op], user: list[Op], bool_steps: bool = False, thrown: s
                 continue
             if first is None:
                 first = gone
-                loose[0] = adrift(i)
+                loose = adrift(i)
             elif gone.op is not None and first.op is not None and first.op in descendants(user, {gone.op}) or \
-                    loose[0] and not adrift(i):
+                    loose and not adrift(i):
                 # another step on a branch of its own departs too, and the first one's tensor was made from this
                 # one's (the model answer makes the values before the scores; absorbed MLA makes no values, and
                 # its output comes from scaled scores), or the first step's inputs are nowhere in the user's
                 # code (absorbed MLA's values: any tensor of as many numbers stood for them): the numbers went
                 # wrong here first
                 first = gone
-                loose[0] = False
+                loose = False
             others += 1
             if others > BRANCHES:
                 break
@@ -792,17 +792,18 @@ def int_origin(user: list[Op], ops: list[int], numbers: Assignments | None,
         given = [x for x in user[k].numbers if type(x) is float] + \
             [x for x in user[k].ints if user[k].name in SCALING]
         divides = user[k].name in DIVIDES
+        whole = numbers.ints(k)
         for x in given:
             if not (0 < x < float("inf")):
                 continue
             # made before x was (when a line made it): a whole number made later is none of its sources
             before = numbers.place(x, k)
-            for made in reversed(numbers.ints(k)):
+            for place, made in reversed(whole):
                 n = made.value
                 e = next((e for e in (0.5, -0.5) if n >= 1 and abs(x - n ** e) <= 1e-9 * x), None)
-                if e is None or n > 1 and n in elsewhere or before is not None and made.place > before:
+                if e is None or n > 1 and n in elsewhere or before is not None and place > before:
                     continue
-                if n > 1 and len({m.line for m in numbers.ints(k) if m.value == n}) > 1:
+                if n > 1 and len({m.line for _, m in whole if m.value == n}) > 1:
                     continue  # another line made the same number too (`B, T, _ = x.shape` and self.d_model): which?
                 m = n * c * c if divides == (e == 0.5) else n / (c * c)  # (n / m) ** e is c
                 if abs(m - round(m)) <= 1e-6 * m and round(m) >= 1 and round(m) != n:
@@ -951,7 +952,7 @@ def factor_origin(user: list[Op], j: int, r: Op) -> int:
     def factors(k: int) -> list[float]:
         return [f for f in (_factor(view, r.out) for view, _ in layouts(user[k].out, r.out.shape)) if f is not None]
 
-    c = next(iter(factors(j)), None)
+    c = _factor_of(user[j].out, r.out)
     while c is not None:
         ups = [p for p in user[j].parents if user[p].out.numel() == r.out.numel() and any(
             abs(f - c) <= 1e-6 * abs(c) for f in factors(p))]
